@@ -10,8 +10,8 @@ The table is immutable and built at import time; nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import NewType
+from dataclasses import dataclass
+from typing import Any, Generic, NewType, TypeVar
 
 from kubernetes import client as k8s
 from pydantic import BaseModel
@@ -33,9 +33,16 @@ class Subresource:
     version: str = ""
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 @dataclass(frozen=True, slots=True)
-class ResourceInfo:
-    """Everything kubesim needs to know to serve, store and address one resource."""
+class ResourceInfo(Generic[M]):
+    """Everything kubesim needs to know to serve, store and address one resource.
+
+    Generic in the official model of its objects, so that a client call such as
+    ``client.get(PODS, ...)`` is typed as returning a ``V1Pod``.
+    """
 
     group: str
     version: str
@@ -43,7 +50,7 @@ class ResourceInfo:
     singular: str
     kind: str
     namespaced: bool
-    model: type[BaseModel]
+    model: type[M]
     #: The first segment of the etcd key, as kube-apiserver lays it out
     #: (``/registry/minions/node-1`` for nodes, ``/registry/controllers/...`` for RCs).
     etcd_resource: str
@@ -57,7 +64,6 @@ class ResourceInfo:
     categories: tuple[str, ...] = ()
     #: Whether the object has a status that only ``/status`` may change.
     has_status: bool = True
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def api_version(self) -> str:
@@ -152,22 +158,22 @@ LEASES = ResourceInfo(
 )
 
 #: Every stored resource, in the order discovery lists them.
-RESOURCES: tuple[ResourceInfo, ...] = (
+RESOURCES: tuple[ResourceInfo[Any], ...] = (
     NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS, EVENTS, LEASES,
 )
 
-_BY_PLURAL: dict[tuple[str, str, str], ResourceInfo] = {
+_BY_PLURAL: dict[tuple[str, str, str], ResourceInfo[Any]] = {
     (r.group, r.version, r.plural): r for r in RESOURCES
 }
-_BY_KIND: dict[tuple[str, str], ResourceInfo] = {(r.api_version, r.kind): r for r in RESOURCES}
+_BY_KIND: dict[tuple[str, str], ResourceInfo[Any]] = {(r.api_version, r.kind): r for r in RESOURCES}
 
 
-def lookup(group: str, version: str, plural: str) -> ResourceInfo | None:
+def lookup(group: str, version: str, plural: str) -> ResourceInfo[Any] | None:
     """The resource served at ``/api[s]/<group>/<version>/<plural>``, if any."""
     return _BY_PLURAL.get((group, version, plural))
 
 
-def for_kind(api_version: str, kind: str) -> ResourceInfo | None:
+def for_kind(api_version: str, kind: str) -> ResourceInfo[Any] | None:
     """The resource whose objects have this apiVersion and kind, if any."""
     return _BY_KIND.get((api_version, kind))
 

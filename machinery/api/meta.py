@@ -16,7 +16,7 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 
 
 def utcnow() -> _dt.datetime:

@@ -93,7 +93,8 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
         errs.append("name part " + _max_len(QUALIFIED_NAME_MAX_LENGTH))
-    if name and not _QUALIFIED_NAME_RE.match(name):
+    # Kubernetes checks the pattern even for an empty name, so "" gets both errors.
+    if not _QUALIFIED_NAME_RE.match(name):
         errs.append("name part " + _regex_error(
             "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
             "with an alphanumeric character",
