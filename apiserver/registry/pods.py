@@ -1,0 +1,136 @@
+"""Pods: status reset on create, graceful deletion, and the binding and eviction subresources.
+
+A Pod bound to a node is not removed by a delete: it gets a deletionTimestamp
+and deletionGracePeriodSeconds, the kubelet stops its containers and then
+deletes it with ``gracePeriodSeconds=0``. An unbound (or finished) Pod goes at
+once. Binding sets ``spec.nodeName`` exactly once: a second binding is a 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from apiserver import errors
+from apiserver.registry.store import Store, WriteOptions
+from apiserver.registry.strategy import Obj, Strategy
+from apiserver.validation import core as validation
+from apiserver.validation.field import FieldError
+from apiserver.watchcache import Entry
+from machinery.api import kinds
+from machinery.api.meta import now_time
+from machinery.api.quantity import parse_quantity
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def qos_class(spec: dict[str, Any]) -> str:
+    """Kubernetes' QoS class from the containers' requests and limits (after defaulting)."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            limit = limits.get(name)
+            if limit is None:
+                guaranteed = False
+                continue
+            request = requests.get(name, limit)
+            try:
+                if parse_quantity(request) != parse_quantity(limit):
+                    guaranteed = False
+            except ValueError:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+class PodStrategy(Strategy):
+    ri = kinds.PODS
+    return_deleted_object = True
+    has_generation = True
+    selectable_fields: ClassVar[tuple[str, ...]] = (
+        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+        "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
+    )
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj["status"] = {"phase": "Pending"}
+
+    def default(self, obj: Obj) -> None:
+        super().default(obj)
+        status = obj.setdefault("status", {})
+        if "qosClass" not in status:
+            status["qosClass"] = qos_class(obj.get("spec") or {})
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        return validation.validate_pod(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return validation.validate_pod_update(new, old)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
+        return validation.validate_pod_status_update(new, old)
+
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+            return 0
+        if requested is not None:
+            # A negative grace period means "as soon as possible" but still through the kubelet.
+            return 1 if requested < 0 else requested
+        period = spec.get("terminationGracePeriodSeconds")
+        return 30 if period is None else max(int(period), 0)
+
+
+async def bind(store: Store, namespace: str, name: str, binding: Obj, opts: WriteOptions) -> Entry:
+    """pods/binding: set spec.nodeName once, copy the binding's annotations, mark PodScheduled."""
+    target = binding.get("target") or {}
+    node = target.get("name") or ""
+    if not node:
+        raise errors.invalid(kinds.PODS, name, f'Binding "{name}" is invalid: target.name: Required value',
+                             [FieldError.required("target.name").cause()])
+    if target.get("kind") not in (None, "", "Node"):
+        raise errors.invalid(kinds.PODS, name,
+                             f'Binding "{name}" is invalid: target.kind: Invalid value: "{target.get("kind")}": '
+                             "must be empty or 'Node'",
+                             [FieldError.invalid("target.kind", target.get("kind"), "must be empty or 'Node'").cause()])
+    meta = binding.get("metadata") or {}
+    want_uid = meta.get("uid")
+    want_rv = meta.get("resourceVersion")
+    annotations = meta.get("annotations") or {}
+
+    def assign(pod: Obj, current: Entry) -> Obj:
+        pmeta = pod.setdefault("metadata", {})
+        if want_uid and pmeta.get("uid") != want_uid:
+            raise errors.conflict(kinds.PODS, name, f"Precondition failed: UID in precondition: {want_uid}, "
+                                  f"UID in object meta: {pmeta.get('uid')}")
+        if want_rv and want_rv != str(current.rv):
+            raise errors.stale(kinds.PODS, name)
+        if pmeta.get("deletionTimestamp"):
+            raise errors.conflict(kinds.PODS, name,
+                                  f"pod {name} is being deleted, cannot be assigned to a host")
+        spec = pod.setdefault("spec", {})
+        if spec.get("nodeName"):
+            raise errors.conflict(kinds.PODS, name,
+                                  f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+        spec["nodeName"] = node
+        if annotations:
+            pmeta["annotations"] = {**(pmeta.get("annotations") or {}), **annotations}
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": now_time()})
+        status["conditions"] = conditions
+        return pod
+
+    # The binding is a write of the whole Pod on the server's side, not a client spec update:
+    # the "binding" subresource skips the spec-update rules that forbid changing nodeName.
+    entry, _ = await store.update_with(namespace, name, assign, WriteOptions(
+        dry_run=opts.dry_run, field_manager=opts.field_manager, subresource="binding"))
+    return entry

@@ -1,0 +1,449 @@
+"""The watch cache: one etcd watch per resource, fanned out to every HTTP watcher.
+
+As kube-apiserver's cacher does, each resource keeps
+
+- the current state (every object, decoded once, and its JSON encoded once),
+- a bounded window of recent events, so that a watch can resume from any
+  resourceVersion still inside the window (older ones get ``410 Expired``),
+- the set of live watchers, each with a bounded queue.
+
+An event from etcd is decoded and encoded once; every watcher receives the
+same pre-encoded line (``{"type":...,"object":...}\\n``), so a thousand
+watchers cost one decode, one encode and a thousand queue puts.
+
+Concurrency rules: everything here runs on the APIServer's single event loop.
+State, window and watcher set are mutated only by the cache's own task
+(``run``) between awaits, so a watcher registered in one synchronous block
+sees a consistent snapshot followed by exactly the events after it. A watcher
+whose queue is full is ended with a 410 ERROR event and dropped; it never
+makes the cache (or the other watchers) wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import orjson
+
+from apiserver.storage.etcd import (
+    DELETE,
+    KV,
+    Compacted,
+    EtcdStorage,
+    StorageError,
+    Unavailable,
+    WatchBatch,
+)
+from machinery.api.kinds import ResourceInfo
+
+log = logging.getLogger("apiserver.watchcache")
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+#: Queue length after which a watcher is considered too slow and ended with 410.
+DEFAULT_WATCHER_QUEUE: Final = 10_000
+
+
+class Entry:
+    """One stored object: its decoded dict and its JSON bytes (resourceVersion included).
+
+    Both are shared by every reader and must never be mutated; writers build new entries.
+    Labels and selectable fields are computed on first use and kept.
+    """
+
+    __slots__ = ("_fields", "key", "obj", "raw", "rv")
+
+    def __init__(self, key: str, obj: dict[str, Any], raw: bytes, rv: int) -> None:
+        self.key = key
+        self.obj = obj
+        self.raw = raw
+        self.rv = rv
+        self._fields: dict[str, str] | None = None
+
+    @property
+    def namespace(self) -> str:
+        ns: str = self.obj.get("metadata", {}).get("namespace") or ""
+        return ns
+
+    @property
+    def labels(self) -> dict[str, str]:
+        labels: dict[str, str] = self.obj.get("metadata", {}).get("labels") or {}
+        return labels
+
+    def fields(self, extractor: Callable[[dict[str, Any]], dict[str, str]]) -> dict[str, str]:
+        if self._fields is None:
+            self._fields = extractor(self.obj)
+        return self._fields
+
+
+def decode(kv: KV, rv: int | None = None) -> Entry:
+    """Build an Entry from an etcd value, stamping metadata.resourceVersion (the mod revision)."""
+    obj = orjson.loads(kv.value)
+    rev = kv.mod_revision if rv is None else rv
+    obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
+    return Entry(kv.key, obj, orjson.dumps(obj), rev)
+
+
+def with_rv(entry: Entry, rv: int) -> Entry:
+    """A copy of ``entry`` whose resourceVersion is ``rv`` (a DELETED event carries the delete's revision)."""
+    obj = dict(entry.obj)
+    obj["metadata"] = {**obj.get("metadata", {}), "resourceVersion": str(rv)}
+    return Entry(entry.key, obj, orjson.dumps(obj), rv)
+
+
+@dataclass(slots=True)
+class CacheEvent:
+    """A change of one object at one revision, with its previous state when it had one."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED"]
+    rv: int
+    entry: Entry          # the new state (for DELETED: the last state, stamped with the delete's revision)
+    prev: Entry | None    # the state before (None for ADDED)
+    _lines: dict[tuple[str, bool], bytes] = field(default_factory=dict)
+
+    def line(self, etype: str, use_prev: bool = False) -> bytes:
+        """The encoded watch line for this event as ``etype``, built once and shared by every watcher."""
+        cached = self._lines.get((etype, use_prev))
+        if cached is None:
+            if use_prev and self.prev is not None:
+                raw = with_rv(self.prev, self.rv).raw
+            else:
+                raw = self.entry.raw
+            cached = b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
+            self._lines[(etype, use_prev)] = cached
+        return cached
+
+
+class Filter:
+    """Namespace, label and field conditions of one watch or list."""
+
+    __slots__ = ("extractor", "field", "label", "name", "namespace")
+
+    def __init__(self, *, namespace: str | None, label: Any = None, field: Any = None,
+                 extractor: Callable[[dict[str, Any]], dict[str, str]] | None = None,
+                 name: str | None = None) -> None:
+        self.namespace = namespace or None
+        self.label = label if label is not None and not label.empty() else None
+        self.field = field if field is not None and not field.empty() else None
+        self.extractor = extractor
+        self.name = name
+
+    def matches(self, entry: Entry) -> bool:
+        if self.namespace is not None and entry.namespace != self.namespace:
+            return False
+        if self.name is not None and entry.obj.get("metadata", {}).get("name") != self.name:
+            return False
+        if self.label is not None and not self.label.matches(entry.labels):
+            return False
+        return self.field is None or self.extractor is None or self.field.matches(entry.fields(self.extractor))
+
+    @property
+    def trivial(self) -> bool:
+        return self.label is None and self.field is None and self.name is None
+
+
+class Watcher:
+    """One HTTP watch: a bounded queue of encoded lines, fed by the cache."""
+
+    def __init__(self, cache: WatchCache, flt: Filter, *, bookmarks: bool, max_queue: int,
+                 transform: Callable[[str, Entry], bytes] | None = None) -> None:
+        self.cache = cache
+        self.filter = flt
+        self.bookmarks = bookmarks
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.max_queue = max_queue
+        self.transform = transform
+        self.closed = False
+        self.last_rv = 0
+
+    def _put(self, line: bytes) -> None:
+        if self.closed:
+            return
+        if self.queue.qsize() >= self.max_queue:
+            # Too far behind: drop what is queued (the client will not see it anyway once
+            # it gets the 410) and end the stream, so memory stays bounded.
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(error_line(410, "Expired",
+                                             "watch stream fell too far behind; resourceVersion expired"))
+            self.close()
+            return
+        self.queue.put_nowait(line)
+
+    def deliver(self, ev: CacheEvent) -> None:
+        flt = self.filter
+        if flt.namespace is not None and ev.entry.namespace != flt.namespace:
+            return
+        if flt.trivial:
+            etype: str = ev.type
+            use_prev = ev.type == "DELETED"
+        else:
+            new_ok = ev.type != "DELETED" and flt.matches(ev.entry)
+            old_ok = ev.prev is not None and flt.matches(ev.prev)
+            if new_ok and old_ok:
+                etype, use_prev = "MODIFIED", False
+            elif new_ok:
+                etype, use_prev = "ADDED", False
+            elif old_ok:
+                # The object stopped matching (or was deleted): a DELETED carrying its last
+                # matching state, stamped with this event's revision, as kube-apiserver sends.
+                etype, use_prev = "DELETED", True
+            else:
+                return
+        self.last_rv = ev.rv
+        if self.transform is not None:
+            entry = with_rv(ev.prev, ev.rv) if use_prev and ev.prev is not None else ev.entry
+            self._put(self.transform(etype, entry))
+        else:
+            self._put(ev.line(etype, use_prev))
+
+    def bookmark(self, rv: int, *, initial_events_end: bool = False) -> None:
+        if not self.bookmarks or self.closed:
+            return
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_events_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": self.cache.ri.kind, "apiVersion": self.cache.ri.api_version, "metadata": meta}
+        self.last_rv = rv
+        self._put(b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.queue.put_nowait(None)
+            self.cache.watchers.discard(self)
+
+
+def error_line(code: int, reason: str, message: str) -> bytes:
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": message, "reason": reason, "code": code}
+    return b'{"type":"ERROR","object":' + orjson.dumps(status) + b"}\n"
+
+
+class TooOld(Exception):
+    def __init__(self, requested: int, oldest: int) -> None:
+        super().__init__(f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+
+
+class NotFresh(Exception):
+    """The cache did not reach the requested revision in time."""
+
+    def __init__(self, requested: int, current: int) -> None:
+        super().__init__(f"Too large resource version: {requested}, current: {current}")
+        self.requested = requested
+        self.current = current
+
+
+class WatchCache:
+    """The cached state and recent history of one resource, kept current by one etcd watch."""
+
+    def __init__(self, ri: ResourceInfo, storage: EtcdStorage, *, capacity: int = 10_000,
+                 max_watcher_queue: int = DEFAULT_WATCHER_QUEUE,
+                 field_extractor: Callable[[dict[str, Any]], dict[str, str]] | None = None) -> None:
+        self.ri = ri
+        self.storage = storage
+        self.prefix = ri.etcd_prefix()
+        self.capacity = capacity
+        self.max_watcher_queue = max_watcher_queue
+        self.field_extractor = field_extractor
+        self.state: dict[str, Entry] = {}
+        self._sorted_keys: list[str] | None = None
+        self.window: deque[CacheEvent] = deque()
+        self.window_rvs: deque[int] = deque()
+        #: The oldest revision a watch may resume from: events after it are all in the window.
+        self.oldest_rv = 0
+        self.rv = 0
+        self.ready = asyncio.Event()
+        self.watchers: set[Watcher] = set()
+        self._advanced = asyncio.Condition()
+        self._watch: Any = None
+
+    # --- keeping the cache current ---------------------------------------------------------
+
+    async def run(self) -> None:
+        """List, then watch from the list's revision; relist when the watch cannot resume. Forever."""
+        backoff = 0.1
+        while True:
+            try:
+                if not self.ready.is_set():
+                    await self._relist()
+                await self._watch_from(self.rv + 1)
+                backoff = 0.1
+            except Compacted:
+                log.warning("%s: watch start revision %d compacted; relisting", self.ri.plural, self.rv + 1)
+                self.ready.clear()
+            except (Unavailable, StorageError) as e:
+                log.warning("%s: etcd watch interrupted (%s); retrying in %.1fs", self.ri.plural, e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+
+    async def _relist(self) -> None:
+        state: dict[str, Entry] = {}
+        start: str | None = None
+        revision = 0
+        while True:
+            kvs, rev, more = await self.storage.range(self.prefix, start=start, limit=10_000, revision=revision)
+            revision = rev
+            for kv in kvs:
+                state[kv.key] = decode(kv)
+            if not more or not kvs:
+                break
+            start = kvs[-1].key + "\0"
+        had_state = self.ready.is_set() or self.state
+        self.state = state
+        self._sorted_keys = None
+        self.window.clear()
+        self.window_rvs.clear()
+        self.rv = revision
+        self.oldest_rv = revision
+        if had_state:
+            # History is lost: every watcher must start over (their clients relist on 410
+            # if their resourceVersion is now too old, or resume if it is not).
+            for w in list(self.watchers):
+                w.close()
+        self.ready.set()
+        log.info("%s: cache listed %d objects at revision %d", self.ri.plural, len(state), revision)
+        await self._notify()
+
+    async def _watch_from(self, start: int) -> None:
+        self._watch = self.storage.watch(self.prefix, start)
+        try:
+            async for batch in self._watch:
+                self._apply(batch)
+                await self._notify()
+        finally:
+            self._watch.close()
+            self._watch = None
+
+    def request_progress(self) -> None:
+        if self._watch is not None:
+            self._watch.request_progress()
+
+    def _apply(self, batch: WatchBatch) -> None:
+        for ev in batch.events:
+            key = ev.kv.key
+            prev = self.state.get(key)
+            if ev.type == DELETE:
+                if prev is None:
+                    continue
+                del self.state[key]
+                self._sorted_keys = None
+                rv = ev.kv.mod_revision
+                cev = CacheEvent("DELETED", rv, with_rv(prev, rv), prev)
+            else:
+                entry = decode(ev.kv)
+                rv = entry.rv
+                self.state[key] = entry
+                if prev is None:
+                    self._sorted_keys = None
+                    cev = CacheEvent("ADDED", rv, entry, None)
+                else:
+                    cev = CacheEvent("MODIFIED", rv, entry, prev)
+            self._record(cev)
+            for w in tuple(self.watchers):
+                if w.last_rv < rv:
+                    w.deliver(cev)
+            self.rv = rv
+        if not batch.events and batch.revision > self.rv:
+            # A progress notification: everything up to this revision has been delivered.
+            self.rv = batch.revision
+
+    def _record(self, ev: CacheEvent) -> None:
+        self.window.append(ev)
+        self.window_rvs.append(ev.rv)
+        while len(self.window) > self.capacity:
+            dropped = self.window.popleft()
+            self.window_rvs.popleft()
+            self.oldest_rv = dropped.rv
+
+    async def _notify(self) -> None:
+        async with self._advanced:
+            self._advanced.notify_all()
+
+    async def wait_for(self, rv: int, timeout: float = 3.0) -> None:
+        """Wait until the cache has applied every event up to ``rv`` (asking etcd for progress)."""
+        if self.ready.is_set() and self.rv >= rv:
+            return
+        deadline = time.monotonic() + timeout
+        await asyncio.wait_for(self.ready.wait(), timeout)
+        async with self._advanced:
+            while self.rv < rv:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise NotFresh(rv, self.rv)
+                self.request_progress()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.25))
+
+    async def wait_fresh(self, timeout: float = 3.0) -> None:
+        """Wait until the cache reflects everything etcd holds now (a consistent read from the cache)."""
+        current = await self.storage.status_revision()
+        await self.wait_for(current, timeout)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def get(self, key: str) -> Entry | None:
+        return self.state.get(key)
+
+    def sorted_entries(self, namespace: str | None = None) -> Iterable[Entry]:
+        if self._sorted_keys is None:
+            self._sorted_keys = sorted(self.state)
+        keys = self._sorted_keys
+        if namespace:
+            prefix = self.ri.etcd_prefix(namespace)
+            lo = bisect.bisect_left(keys, prefix)
+            hi = bisect.bisect_left(keys, prefix[:-1] + "0")  # "/" + 1 == "0"
+            keys = keys[lo:hi]
+        state = self.state
+        return (state[k] for k in keys)
+
+    def list(self, flt: Filter) -> list[Entry]:
+        return [e for e in self.sorted_entries(flt.namespace) if flt.trivial or flt.matches(e)]
+
+    # --- watching -----------------------------------------------------------------------------
+
+    def watch(self, flt: Filter, *, since: int | None, bookmarks: bool, send_initial: bool,
+              transform: Callable[[str, Entry], bytes] | None = None) -> Watcher:
+        """Register a watcher.
+
+        ``since=None`` starts from the current state, sending it first as synthetic
+        ADDED events when ``send_initial``; ``since=N`` replays the window's events after
+        N. Raises :class:`TooOld` when N is older than the window.
+        """
+        w = Watcher(self, flt, bookmarks=bookmarks, max_queue=self.max_watcher_queue, transform=transform)
+        if since is None or send_initial:
+            if send_initial:
+                for entry in self.list(flt):
+                    w._put(transform("ADDED", entry) if transform else
+                           b'{"type":"ADDED","object":' + entry.raw + b"}\n")
+            w.last_rv = self.rv
+            if send_initial:
+                w.bookmark(self.rv, initial_events_end=True)
+        else:
+            if since < self.oldest_rv:
+                raise TooOld(since, self.oldest_rv + 1)
+            start = bisect.bisect_right(self.window_rvs, since)
+            for i in range(start, len(self.window)):
+                w.deliver(self.window[i])
+            w.last_rv = max(since, self.rv)
+        self.watchers.add(w)
+        return w
+
+    def send_bookmarks(self) -> None:
+        for w in tuple(self.watchers):
+            if w.bookmarks and w.queue.qsize() == 0:
+                w.bookmark(self.rv)
+
+    def close_all(self) -> None:
+        for w in tuple(self.watchers):
+            w.close()
