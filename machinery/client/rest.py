@@ -1,0 +1,306 @@
+"""The typed async client: kubesim's ``client-go`` REST client over one httpx connection pool.
+
+One :class:`Client` per process. It holds a single ``httpx.AsyncClient``
+(keep-alive HTTP/1.1, a pool large enough for many concurrent requests plus the
+long-lived watch streams, each of which holds a connection for its lifetime),
+builds URLs from the resource table, sends JSON, and returns the official
+models. Failures come back as the typed exceptions of
+:mod:`machinery.client.errors`; connection failures as ``httpx.TransportError``.
+
+Concurrency: every method may be called from many tasks at once; the client
+keeps no per-request state. :meth:`Client.watch` returns an async generator
+that must be consumed by one task and closed (``contextlib.aclosing``) so its
+connection goes back to the pool at once.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+import httpx
+import orjson
+from pydantic import BaseModel
+
+from machinery import metrics
+from machinery.api.kinds import PODS
+from machinery.client.config import ClientConfig
+from machinery.client.errors import Expired, UnexpectedResponse, error_from_response
+from machinery.client.objects import ObjectList, TypedResource, decode, to_wire
+from machinery.client.watch import Bookmark, WatchEvent, decode_event, split_lines
+
+M = TypeVar("M", bound=BaseModel)
+
+#: A request body: a model, or a dict already in wire form (cheaper on hot paths).
+Body = BaseModel | Mapping[str, Any]
+PropagationPolicy = Literal["Orphan", "Background", "Foreground"]
+
+#: Extra seconds a watch read may stay silent beyond the server-side ``timeoutSeconds``.
+_WATCH_READ_SLACK = 30.0
+
+
+class PatchType(enum.StrEnum):
+    """The patch content types the APIServer accepts."""
+
+    JSON = "application/json-patch+json"
+    MERGE = "application/merge-patch+json"
+    STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+
+
+class Client:
+    """Typed requests against one APIServer.
+
+    >>> async with Client(ClientConfig("http://127.0.0.1:6443")) as client:
+    ...     pod = await client.get(PODS, "web-1", namespace="default")
+    """
+
+    def __init__(self, config: ClientConfig, *, user_agent: str = "kubesim",
+                 max_connections: int = 512, timeout: float = 60.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Accept": "application/json", "User-Agent": user_agent}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        self._http = httpx.AsyncClient(
+            base_url=config.server, headers=headers, transport=transport,
+            # A request waits for a free connection rather than failing when the pool is busy.
+            timeout=httpx.Timeout(timeout, connect=5.0, pool=None),
+            limits=httpx.Limits(max_connections=max_connections,
+                                max_keepalive_connections=max_connections // 2),
+        )
+        self._timeout = timeout
+        self.config = config
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def get(self, resource: TypedResource[M], name: str, *, namespace: str | None = None) -> M:
+        data = await self._request("GET", resource, resource.path(namespace, name), name=name)
+        return decode(resource.model, data)
+
+    async def list(self, resource: TypedResource[M], *, namespace: str | None = None,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   resource_version: str | None = None, limit: int | None = 500) -> ObjectList[M]:
+        """Every object, following ``continue`` tokens page by page.
+
+        As client-go's pager does, a continue token that has expired (the list's
+        snapshot was compacted away mid-way) restarts the list in one unpaged request.
+        """
+        params = _selectors(label_selector, field_selector)
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        path = resource.path(namespace)
+        items: list[M] = []
+        list_rv = ""
+        page_params = dict(params, limit=str(limit)) if limit else dict(params)
+        while True:
+            try:
+                data = await self._request("GET", resource, path, params=page_params)
+            except Expired:
+                if "continue" not in page_params:
+                    raise
+                items, list_rv, page_params = [], "", dict(params)
+                continue
+            meta = data.get("metadata") or {}
+            list_rv = list_rv or meta.get("resourceVersion") or ""
+            items.extend(decode(resource.model, item) for item in data.get("items") or ())
+            token = meta.get("continue")
+            if not token:
+                return ObjectList(items, list_rv)
+            # A continued page is read at the first page's snapshot; it must not name a version.
+            page_params = {k: v for k, v in page_params.items() if k != "resourceVersion"}
+            page_params["continue"] = token
+
+    def watch(self, resource: TypedResource[M], *, namespace: str | None = None,
+              resource_version: str | None = None, label_selector: str | None = None,
+              field_selector: str | None = None, timeout_seconds: int | None = None,
+              allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
+        """Events after ``resource_version``, until the server ends the stream.
+
+        An ``ERROR`` event raises its Status (``Expired`` when the version is too old).
+        Close the iterator when done (``async with contextlib.aclosing(client.watch(...))``).
+        """
+        params = _selectors(label_selector, field_selector)
+        params["watch"] = "true"
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = str(timeout_seconds)
+        read = None if timeout_seconds is None else timeout_seconds + _WATCH_READ_SLACK
+        return self._watch(resource, resource.path(namespace), params,
+                           httpx.Timeout(self._timeout, connect=5.0, read=read, pool=None))
+
+    async def _watch(self, resource: TypedResource[M], path: str, params: dict[str, str],
+                     timeout: httpx.Timeout) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
+        async with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+            metrics.REST_CLIENT_REQUESTS.labels(str(response.status_code), "WATCH").inc()
+            if response.status_code != 200:
+                body = await response.aread()
+                raise error_from_response(response.status_code, body, method="GET",
+                                          group_resource=resource.group_resource)
+            async for line in split_lines(response.aiter_bytes()):
+                yield decode_event(resource.model, line)
+
+    # --- writes ----------------------------------------------------------------------------
+
+    async def create(self, resource: TypedResource[M], obj: Body, *, namespace: str | None = None,
+                     field_manager: str | None = None) -> M:
+        body = self._body(resource, obj)
+        ns = namespace or _namespace_of(body)
+        data = await self._request("POST", resource, resource.path(self._ns(resource, ns)), body=body,
+                                   params=_manager(field_manager), name=_name_of(body))
+        return decode(resource.model, data)
+
+    async def update(self, resource: TypedResource[M], obj: Body, *, field_manager: str | None = None) -> M:
+        """PUT the whole object; its ``metadata.resourceVersion`` guards against lost updates (409)."""
+        return await self._put(resource, obj, None, field_manager)
+
+    async def update_status(self, resource: TypedResource[M], obj: Body, *,
+                            field_manager: str | None = None) -> M:
+        """PUT to the ``/status`` subresource: only the status changes."""
+        return await self._put(resource, obj, "status", field_manager)
+
+    async def _put(self, resource: TypedResource[M], obj: Body, subresource: str | None,
+                   field_manager: str | None) -> M:
+        body = self._body(resource, obj)
+        name = _name_of(body)
+        if not name:
+            raise ValueError("update needs metadata.name")
+        path = resource.path(self._ns(resource, _namespace_of(body)), name, subresource)
+        data = await self._request("PUT", resource, path, body=body, params=_manager(field_manager),
+                                   name=name)
+        return decode(resource.model, data)
+
+    async def patch(self, resource: TypedResource[M], name: str,
+                    patch: Mapping[str, Any] | Sequence[Mapping[str, Any]] | str, *,
+                    namespace: str | None = None, patch_type: PatchType = PatchType.STRATEGIC_MERGE,
+                    subresource: str | None = None, field_manager: str | None = None,
+                    force: bool | None = None) -> M:
+        """PATCH with any of the four patch types.
+
+        ``patch`` is a list of operations for JSON patch, a dict for the merge
+        patches and apply (or, for apply, a YAML string). Apply needs
+        ``field_manager``; ``force`` takes conflicting fields over.
+        """
+        params = _manager(field_manager)
+        if force is not None:
+            params["force"] = "true" if force else "false"
+        content = patch.encode() if isinstance(patch, str) else orjson.dumps(patch)
+        data = await self._request("PATCH", resource, resource.path(self._ns(resource, namespace), name,
+                                                                    subresource),
+                                   content=content, content_type=patch_type.value, params=params, name=name)
+        return decode(resource.model, data)
+
+    async def delete(self, resource: TypedResource[M], name: str, *, namespace: str | None = None,
+                     uid: str | None = None, resource_version: str | None = None,
+                     propagation_policy: PropagationPolicy | None = None,
+                     grace_period_seconds: int | None = None) -> M | None:
+        """DELETE, with optional preconditions (``uid``, ``resource_version``: 409 if they differ).
+
+        Returns the object when the server answers with it (deletion is graceful
+        or waits on finalizers), ``None`` when it answers with a success Status.
+        """
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        data = await self._request("DELETE", resource, resource.path(self._ns(resource, namespace), name),
+                                   body=options, name=name)
+        if data.get("kind") == "Status":
+            return None
+        return decode(resource.model, data)
+
+    async def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+        """``POST pods/{name}/binding``: assign a pending Pod to a node (the scheduler's write).
+
+        ``uid`` makes the binding fail if the Pod was replaced by another of the same name.
+        """
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        await self._request("POST", PODS, PODS.path(namespace, name, "binding"), body=body, name=name)
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    @staticmethod
+    def _ns(resource: TypedResource[Any], namespace: str | None) -> str | None:
+        if resource.namespaced and not namespace:
+            raise ValueError(f"a namespace is required for {resource.group_resource}")
+        return namespace if resource.namespaced else None
+
+    @staticmethod
+    def _body(resource: TypedResource[Any], obj: Body) -> dict[str, Any]:
+        body = to_wire(obj)
+        body.setdefault("apiVersion", resource.api_version)
+        body.setdefault("kind", resource.kind)
+        return body
+
+    async def _request(self, method: str, resource: TypedResource[Any], path: str, *,
+                       params: Mapping[str, str] | None = None, body: Mapping[str, Any] | None = None,
+                       content: bytes | None = None, content_type: str = "application/json",
+                       name: str = "") -> dict[str, Any]:
+        headers = None
+        if body is not None:
+            content = orjson.dumps(body)
+        if content is not None:
+            headers = {"Content-Type": content_type}
+        response = await self._http.request(method, path, params=params, content=content, headers=headers)
+        metrics.REST_CLIENT_REQUESTS.labels(str(response.status_code), method).inc()
+        if not 200 <= response.status_code < 300:
+            retry_after = response.headers.get("Retry-After")
+            raise error_from_response(
+                response.status_code, response.content, method=method,
+                group_resource=resource.group_resource, name=name,
+                retry_after=int(retry_after) if retry_after and retry_after.isdigit() else None)
+        try:
+            data = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise UnexpectedResponse(
+                f"{method} {path} answered {response.status_code} with a body that is not JSON: "
+                f"{response.content[:200]!r}") from None
+        if not isinstance(data, dict):
+            raise UnexpectedResponse(f"{method} {path} answered with JSON that is not an object")
+        return data
+
+
+def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if label_selector:
+        params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
+    return params
+
+
+def _manager(field_manager: str | None) -> dict[str, str]:
+    return {"fieldManager": field_manager} if field_manager else {}
+
+
+def _namespace_of(body: Mapping[str, Any]) -> str | None:
+    ns = (body.get("metadata") or {}).get("namespace")
+    return ns if isinstance(ns, str) and ns else None
+
+
+def _name_of(body: Mapping[str, Any]) -> str:
+    name = (body.get("metadata") or {}).get("name")
+    return name if isinstance(name, str) else ""
+

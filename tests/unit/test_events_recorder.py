@@ -1,0 +1,231 @@
+"""The event recorder: Event fields, aggregation into count/lastTimestamp, bounds, retries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from kubernetes.client import V1Binding, V1Node, V1ObjectMeta, V1ObjectReference, V1Pod
+
+from machinery.api.kinds import EVENTS
+from machinery.client.clock import FakeClock
+from machinery.events import NORMAL, WARNING, EventBroadcaster, reference_to
+from tests.unit.test_client_fakeapi import FakeApi
+
+
+def web_pod() -> V1Pod:
+    return V1Pod(metadata=V1ObjectMeta(name="web-1", namespace="prod", uid="pod-uid", resource_version="7"))
+
+
+async def settle() -> None:
+    for _ in range(60):
+        await asyncio.sleep(0)
+
+
+class Env:
+    def __init__(self, **options: Any) -> None:
+        self.api = FakeApi()
+        self.clock = FakeClock()
+        self.client = self.api.client()
+        self.broadcaster = EventBroadcaster(self.client, clock=self.clock, **options)
+        self.recorder = self.broadcaster.recorder("default-scheduler")
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.broadcaster.run())
+
+    def events(self) -> list[dict[str, Any]]:
+        return self.api.of(EVENTS)
+
+    def writes(self) -> list[str]:
+        return [r.method for r in self.api.requests]
+
+
+@pytest.fixture
+async def env() -> AsyncGenerator[Env, None]:
+    e = Env()
+    yield e
+    if e.task is not None:
+        e.task.cancel()
+        await asyncio.gather(e.task, return_exceptions=True)
+    await e.client.aclose()
+
+
+async def test_event_is_written_with_kubernetes_fields(env: Env) -> None:
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "Scheduled", "Successfully assigned prod/web-1 to node-2")
+    await settle()
+    [event] = env.events()
+    assert event["metadata"]["namespace"] == "prod"
+    assert event["metadata"]["name"].startswith("web-1.")
+    int(event["metadata"]["name"].split(".", 1)[1], 16)  # unix nanoseconds in hex
+    assert event["involvedObject"] == {"kind": "Pod", "apiVersion": "v1", "name": "web-1", "namespace": "prod",
+                                       "uid": "pod-uid", "resourceVersion": "7"}
+    assert (event["type"], event["reason"], event["count"]) == ("Normal", "Scheduled", 1)
+    assert event["message"] == "Successfully assigned prod/web-1 to node-2"
+    assert event["source"] == {"component": "default-scheduler"}
+    assert event["reportingComponent"] == "default-scheduler"
+    assert event["firstTimestamp"] == event["lastTimestamp"]
+    assert event["firstTimestamp"].endswith("Z")
+
+
+async def test_a_repeated_event_increments_count_instead_of_writing_a_new_object(env: Env) -> None:
+    env.start()
+    env.recorder.event(web_pod(), WARNING, "FailedScheduling", "0/3 nodes are available")
+    await settle()
+    env.recorder.event(web_pod(), WARNING, "FailedScheduling", "0/3 nodes are available")
+    await settle()
+    [event] = env.events()
+    assert event["count"] == 2
+    patch = env.api.requests[-1]
+    assert patch.method == "PATCH"
+    assert patch.headers["Content-Type"] == "application/strategic-merge-patch+json"
+    assert patch.url.path == f"/api/v1/namespaces/prod/events/{event['metadata']['name']}"
+    assert set(orjson.loads(patch.content)) == {"count", "lastTimestamp", "message"}
+
+
+async def test_repeats_before_the_first_write_fold_into_one_create(env: Env) -> None:
+    for _ in range(5):
+        env.recorder.event(web_pod(), NORMAL, "Pulled", "image pulled")
+    env.start()
+    await settle()
+    [event] = env.events()
+    assert event["count"] == 5
+    assert env.writes() == ["POST"]
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param({"reason": "Other"}, id="reason"),
+    pytest.param({"message": "different"}, id="message"),
+    pytest.param({"type": WARNING}, id="type"),
+])
+async def test_events_differing_in_key_fields_are_separate(env: Env, change: dict[str, str]) -> None:
+    env.start()
+    base = {"type": NORMAL, "reason": "Pulled", "message": "image pulled"}
+    env.recorder.event(web_pod(), **base)  # type: ignore[arg-type]
+    env.recorder.event(web_pod(), **{**base, **change})  # type: ignore[arg-type]
+    await settle()
+    assert len(env.events()) == 2
+
+
+async def test_another_source_is_another_event(env: Env) -> None:
+    env.start()
+    env.broadcaster.recorder("kubelet", host="node-1").event(web_pod(), NORMAL, "Pulled", "image pulled")
+    env.recorder.event(web_pod(), NORMAL, "Pulled", "image pulled")
+    await settle()
+    assert sorted(e["source"].get("host", "") for e in env.events()) == ["", "node-1"]
+
+
+async def test_cluster_scoped_objects_get_events_in_default(env: Env) -> None:
+    env.start()
+    env.recorder.event(V1Node(metadata=V1ObjectMeta(name="node-1", uid="n-uid")), NORMAL, "RegisteredNode", "hi")
+    await settle()
+    [event] = env.events()
+    assert event["metadata"]["namespace"] == "default"
+    assert "namespace" not in event["involvedObject"]
+    assert event["involvedObject"]["kind"] == "Node"
+
+
+async def test_expired_event_is_recreated_with_the_running_count(env: Env) -> None:
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "Pulled", "image pulled")
+    await settle()
+    [first] = env.events()
+    env.api.objects.clear()  # the Event's TTL ran out
+    env.recorder.event(web_pod(), NORMAL, "Pulled", "image pulled")
+    await settle()
+    [again] = env.events()
+    assert again["metadata"]["name"] == first["metadata"]["name"]
+    assert again["count"] == 2
+    assert env.writes() == ["POST", "PATCH", "POST"]
+
+
+async def test_full_table_drops_and_counts_without_blocking(env: Env) -> None:
+    small = Env(max_pending=2)
+    for i in range(3):
+        small.recorder.event(web_pod(), NORMAL, "R", f"message {i}")
+    small.recorder.event(web_pod(), NORMAL, "R", "message 0")  # a repeat still aggregates
+    assert small.broadcaster.dropped == 1
+    small.start()
+    await settle()
+    assert sorted((e["message"], e["count"]) for e in small.events()) == [("message 0", 2), ("message 1", 1)]
+    small.task.cancel()
+    await asyncio.gather(small.task, return_exceptions=True)
+    await small.client.aclose()
+
+
+async def test_rejected_event_is_dropped_not_retried(env: Env) -> None:
+    def reject(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(422, json={"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                         "reason": "Invalid", "code": 422, "message": "Event is invalid"})
+
+    env.api.hooks.append(reject)
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "R", "m")
+    await settle()
+    env.clock.advance(60)
+    await settle()
+    assert env.writes() == ["POST"]
+    assert env.broadcaster.dropped == 1
+
+
+async def test_unreachable_server_is_retried_with_backoff(env: Env) -> None:
+    failures = [True, True]
+
+    def flaky(request: httpx.Request) -> httpx.Response | None:
+        if failures:
+            failures.pop()
+            raise httpx.ConnectError("connection refused", request=request)
+        return None
+
+    env.api.hooks.append(flaky)
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "R", "m")
+    await settle()
+    assert env.events() == []
+    env.clock.advance(0.5)
+    await settle()
+    assert env.events() == [], "the second try waits twice as long"
+    env.clock.advance(1.0)
+    await settle()
+    [event] = env.events()
+    assert event["count"] == 1
+
+
+async def test_unreachable_server_gives_up_after_max_tries() -> None:
+    env = Env(max_tries=3)
+
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    env.api.hooks.append(down)
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "R", "m")
+    for _ in range(10):
+        await settle()
+        env.clock.advance(20)
+    assert len(env.api.requests) == 3
+    assert env.broadcaster.dropped == 1
+    env.task.cancel()
+    await asyncio.gather(env.task, return_exceptions=True)
+    await env.client.aclose()
+
+
+def test_reference_to_objects_and_references() -> None:
+    ref = reference_to(web_pod())
+    assert (ref.kind, ref.api_version, ref.namespace, ref.name, ref.uid) == ("Pod", "v1", "prod", "web-1", "pod-uid")
+    given = V1ObjectReference(kind="Pod", name="x", namespace="y")
+    assert reference_to(given) is given
+    with pytest.raises(ValueError, match="not a kind kubesim serves"):
+        reference_to(V1Binding(metadata=V1ObjectMeta(name="b"), target=V1ObjectReference(name="n")))
+
+
+async def test_an_object_that_cannot_be_referenced_is_logged_not_raised(
+        env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    env.recorder.event(V1Pod(metadata=V1ObjectMeta(namespace="x")), NORMAL, "R", "m")
+    assert "will not report event" in caplog.text
+    assert env.broadcaster._pending == {}
