@@ -75,7 +75,7 @@ def port_is_free(port: int) -> bool:
 def http_ok(url: str, timeout: float = 1.0) -> bool:
     """True when GET url answers 2xx within timeout."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
             return 200 <= resp.status < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
