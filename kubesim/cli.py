@@ -15,7 +15,14 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Start a local kubesim cluster and supervise it until Ctrl-C.")
     up.add_arguments(up_parser)
     up_parser.set_defaults(func=up.up)
+    bench_parser = sub.add_parser("bench", help="run the benchmarks and print their figures")
+    bench_parser.set_defaults(func=_bench)
     return p
+
+
+def _bench(_args: argparse.Namespace) -> int:
+    print("no benchmarks yet")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,114 @@
+"""`kubesim up`: the cluster starts, its kubeconfig works with kubectl, and SIGTERM leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kubesim import procs
+from tests import harness
+
+pytestmark = pytest.mark.integration
+
+
+def _children_of(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid=,pgid="], capture_output=True, text=True, check=True).stdout
+    rows = [tuple(int(x) for x in line.split()) for line in out.splitlines() if line.strip()]
+    found = {pid}
+    changed = True
+    while changed:
+        changed = False
+        for p, pp, _ in rows:
+            if pp in found and p not in found:
+                found.add(p)
+                changed = True
+    found.discard(pid)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for our purposes.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> None:
+    port, etcd_port = procs.free_port(), procs.free_port()
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "up", "--port", str(port), "--etcd-port", str(etcd_port),
+         "--data-dir", str(data), "--no-color"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        harness.wait_for(lambda: procs.http_ok(f"{url}/readyz"), timeout=60, message="kubesim up ready")
+        kubeconfig = data / "kubeconfig"
+        harness.wait_for(kubeconfig.exists, message="kubeconfig written")
+        assert (data / "etcd").is_dir()
+        assert (data / "logs" / "apiserver.log").exists() and (data / "logs" / "etcd.log").exists()
+        with httpx.Client(base_url=url) as api:
+            harness.wait_for(lambda: api.get("/api/v1/namespaces/kube-system").status_code == 200)
+        if shutil.which("kubectl"):
+            out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "namespaces"],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            assert "kube-system" in out.stdout and "Active" in out.stdout
+        children = _children_of(proc.pid)
+        assert len(children) >= 2, "etcd and the APIServer should be running"
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert proc.returncode == 0, output
+    assert f"API: {url}" in output
+    assert f"export KUBECONFIG={data.resolve() / 'kubeconfig'}" in output
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in children if _alive(p)], "kubesim up left processes behind"
+
+
+def test_up_refuses_a_busy_port(tmp_path: Path) -> None:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "kubesim", "up", "--port", str(busy), "--data-dir",
+                              str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert f"port {busy} is in use" in out.stdout
+
+
+def test_apiserver_compacts_etcd_periodically(tmp_path: Path) -> None:
+    with harness.cluster(apiserver_args=["--etcd-compaction-interval", "1s"], workdir=tmp_path) as c, \
+            httpx.Client(base_url=c.url) as api:
+        harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
+        first = api.post("/api/v1/namespaces/default/pods", json={
+            "metadata": {"name": "c0"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}).json()
+        old_rv = first["metadata"]["resourceVersion"]
+
+        def compacted() -> bool:
+            api.post("/api/v1/namespaces/default/pods", json={
+                "metadata": {"generateName": "c-"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
+            r = api.get("/api/v1/namespaces/default/pods",
+                        params={"resourceVersion": old_rv, "resourceVersionMatch": "Exact"})
+            return r.status_code == 410
+        harness.wait_for(compacted, timeout=15, interval=0.5, message="etcd history compacted")
+        r = api.get("/api/v1/namespaces/default/pods",
+                    params={"resourceVersion": old_rv, "resourceVersionMatch": "Exact"})
+        assert r.json()["reason"] == "Expired"
