@@ -1,0 +1,47 @@
+"""Running the real kubectl binaries (1.27 to 1.33) in tests, each with its own cache and HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+ALL_VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+
+
+def binary(version: str) -> Path:
+    path = KUBECTL_DIR / f"kubectl.{version}"
+    if not path.exists():
+        pytest.skip(f"{path} is not installed")
+    return path
+
+
+@dataclass
+class Kubectl:
+    """kubectl of one version pointed at one server, with a namespace by default."""
+
+    path: Path
+    server: str
+    home: Path
+    namespace: str | None = None
+
+    def run(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 90,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.path), "--server", self.server, "--cache-dir", str(self.home / "cache")]
+        if self.namespace and "-A" not in args and "--all-namespaces" not in args:
+            cmd += ["--namespace", self.namespace]
+        cmd += list(args)
+        full_env = {"HOME": str(self.home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        full_env.update(env or {})
+        done = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=full_env,
+                              check=False)
+        if check:
+            assert done.returncode == 0, f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        return done
+
+    def __call__(self, *args: str, input: str | None = None) -> str:
+        return self.run(*args, input=input).stdout
