@@ -8,7 +8,7 @@ import sys
 
 import uvicorn
 
-from apiserver.app import create_app
+from apiserver.app import asgi_app
 from apiserver.server import APIServer, Settings
 from machinery.api.duration import parse_duration
 
@@ -81,12 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         min_request_timeout=args.min_request_timeout,
         track_managed_fields=not args.no_managed_fields,
     )
-    app = create_app(settings)
+    app, api = asgi_app(settings)
     config = uvicorn.Config(app, host=args.bind_address, port=args.port, loop="uvloop", http="httptools",
                             log_level="warning", access_log=False, timeout_graceful_shutdown=3,
                             timeout_keep_alive=60, backlog=4096)
     server = _Server(config)
-    server.api = app.state.server
+    server.api = api
     logging.getLogger("apiserver").info("serving on http://%s:%d, etcd %s", args.bind_address, args.port,
                                         ",".join(settings.etcd_servers))
     server.run()
