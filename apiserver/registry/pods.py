@@ -14,7 +14,7 @@ from apiserver import errors
 from apiserver.registry.store import Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
 from apiserver.validation import core as validation
-from apiserver.validation.field import FieldError
+from apiserver.validation.field import FieldError, invalid_message
 from apiserver.watchcache import Entry
 from machinery.api import kinds
 from machinery.api.meta import now_time
@@ -76,6 +76,13 @@ class PodStrategy(Strategy):
     def validate_status_update(self, new: Obj, old: Obj) -> list[FieldError]:
         return validation.validate_pod_status_update(new, old)
 
+    def validate_subresource(self, subresource: str, new: Obj, old: Obj) -> list[FieldError]:
+        if subresource == "binding":
+            # A binding sets spec.nodeName, annotations and a condition on a Pod that was valid;
+            # kube-apiserver does not validate the Pod again either (the Binding is validated).
+            return []
+        return super().validate_subresource(subresource, new, old)
+
     def grace_period(self, obj: Obj, requested: int | None) -> int:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
@@ -90,16 +97,10 @@ class PodStrategy(Strategy):
 
 async def bind(store: Store, namespace: str, name: str, binding: Obj, opts: WriteOptions) -> Entry:
     """pods/binding: set spec.nodeName once, copy the binding's annotations, mark PodScheduled."""
-    target = binding.get("target") or {}
-    node = target.get("name") or ""
-    if not node:
-        raise errors.invalid(kinds.PODS, name, f'Binding "{name}" is invalid: target.name: Required value',
-                             [FieldError.required("target.name").cause()])
-    if target.get("kind") not in (None, "", "Node"):
-        raise errors.invalid(kinds.PODS, name,
-                             f'Binding "{name}" is invalid: target.kind: Invalid value: "{target.get("kind")}": '
-                             "must be empty or 'Node'",
-                             [FieldError.invalid("target.kind", target.get("kind"), "must be empty or 'Node'").cause()])
+    errs = validation.validate_binding(binding)
+    if errs:
+        raise errors.invalid(kinds.PODS, name, invalid_message("Binding", name, errs), [e.cause() for e in errs])
+    node = binding["target"]["name"]
     meta = binding.get("metadata") or {}
     want_uid = meta.get("uid")
     want_rv = meta.get("resourceVersion")
@@ -131,6 +132,8 @@ async def bind(store: Store, namespace: str, name: str, binding: Obj, opts: Writ
 
     # The binding is a write of the whole Pod on the server's side, not a client spec update:
     # the "binding" subresource skips the spec-update rules that forbid changing nodeName.
+    # Like kube-apiserver's binding storage, this write does not go through the field
+    # manager: no managedFields entry is recorded for it.
     entry, _ = await store.update_with(namespace, name, assign, WriteOptions(
-        dry_run=opts.dry_run, field_manager=opts.field_manager, subresource="binding"))
+        dry_run=opts.dry_run, field_manager=opts.field_manager, subresource="binding", track_fields=False))
     return entry
