@@ -27,7 +27,7 @@ import orjson
 import pydantic
 import yaml
 
-from apiserver import errors
+from apiserver import errors, protobuf
 from machinery.api import schema as defs
 from machinery.api.kinds import ResourceInfo
 
@@ -66,9 +66,13 @@ def parse_document(body: bytes, content_type: str | None, *, strict_duplicates: 
             return yaml.safe_load(body)
         except yaml.YAMLError as e:
             raise errors.bad_request(f"yaml: cannot parse request body: {e}") from e
-    if mt == "application/vnd.kubernetes.protobuf":
-        raise errors.unsupported_media_type(mt, ["application/json", "application/yaml"])
-    raise errors.unsupported_media_type(mt, ["application/json", "application/yaml"])
+    if mt == protobuf.CONTENT_TYPE:
+        try:
+            return protobuf.decode(body)
+        except (protobuf.ProtobufError, UnicodeDecodeError, orjson.JSONDecodeError) as e:
+            raise errors.APIError(415, "UnsupportedMediaType", f"cannot read the protobuf body: {e}") from e
+    raise errors.unsupported_media_type(mt, ["application/json", "application/yaml",
+                                             "application/vnd.kubernetes.protobuf"])
 
 
 class _DuplicateField(ValueError):

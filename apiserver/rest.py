@@ -243,8 +243,9 @@ async def decode_object(request: Request, ri: ResourceInfo, opts: WriteOptions, 
     mode = field_validation(request)
     ctype = request.headers.get("content-type")
     if codec.media_type(ctype) not in ("", "application/json", "application/yaml", "application/x-yaml",
-                                       "text/yaml", "*/*"):
-        raise errors.unsupported_media_type(codec.media_type(ctype), ["application/json", "application/yaml"])
+                                       "text/yaml", "*/*", "application/vnd.kubernetes.protobuf"):
+        raise errors.unsupported_media_type(codec.media_type(ctype), ["application/json", "application/yaml",
+                                                                      "application/vnd.kubernetes.protobuf"])
     doc = codec.parse_document(body, ctype, strict_duplicates=mode != "Ignore")
     obj = codec.check_kind(doc, ri, kind=kind, api_version=api_version)
     if kind is None:

@@ -194,6 +194,15 @@ def test_edit_with_kube_editor(kubectl: Kubectl, tmp_path: Path) -> None:
     assert kubectl("get", "pod", "edited", "-o", "jsonpath={.metadata.labels.stage}") == "two"
 
 
+def test_create_namespace_sends_protobuf_and_works(kubectl: Kubectl, api: httpx.Client) -> None:
+    name = f"{kubectl.namespace}-made"
+    assert f"namespace/{name} created" in kubectl("create", "namespace", name)
+    ns = api.get(f"/api/v1/namespaces/{name}").json()
+    assert ns["status"]["phase"] == "Active" and ns["spec"]["finalizers"] == ["kubernetes"]
+    assert "generateName" not in ns["metadata"]
+    api.delete(f"/api/v1/namespaces/{name}")
+
+
 def test_delete_unbound_pod_returns_at_once(kubectl: Kubectl) -> None:
     kubectl("run", "short", "--image=nginx")
     assert 'pod "short" deleted' in kubectl("delete", "pod", "short", "--timeout=20s")
