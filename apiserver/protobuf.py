@@ -118,7 +118,7 @@ def decode_message(name: str, data: bytes) -> Any:
     schema = MESSAGES[name]
     if name == "Time":
         raw = {schema[n][0]: v for n, _, v in _fields(data) if n in schema}
-        t = datetime.datetime.fromtimestamp(_signed(raw.get("seconds", 0)), datetime.timezone.utc)
+        t = datetime.datetime.fromtimestamp(_signed(raw.get("seconds", 0)), datetime.UTC)
         return t.strftime("%Y-%m-%dT%H:%M:%SZ")
     if name == "FieldsV1":
         # Its one field holds the JSON form of the field set.
