@@ -35,13 +35,13 @@ import orjson
 
 from apiserver.storage.etcd import (
     DELETE,
-    KV,
     Compacted,
     EtcdStorage,
     StorageError,
     Unavailable,
     WatchBatch,
 )
+from apiserver.storage.objects import Entry, at_revision, decode
 from machinery.api.kinds import ResourceInfo
 
 log = logging.getLogger("apiserver.watchcache")
@@ -50,53 +50,6 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
 #: Queue length after which a watcher is considered too slow and ended with 410.
 DEFAULT_WATCHER_QUEUE: Final = 10_000
-
-
-class Entry:
-    """One stored object: its decoded dict and its JSON bytes (resourceVersion included).
-
-    Both are shared by every reader and must never be mutated; writers build new entries.
-    Labels and selectable fields are computed on first use and kept.
-    """
-
-    __slots__ = ("_fields", "key", "obj", "raw", "rv")
-
-    def __init__(self, key: str, obj: dict[str, Any], raw: bytes, rv: int) -> None:
-        self.key = key
-        self.obj = obj
-        self.raw = raw
-        self.rv = rv
-        self._fields: dict[str, str] | None = None
-
-    @property
-    def namespace(self) -> str:
-        ns: str = self.obj.get("metadata", {}).get("namespace") or ""
-        return ns
-
-    @property
-    def labels(self) -> dict[str, str]:
-        labels: dict[str, str] = self.obj.get("metadata", {}).get("labels") or {}
-        return labels
-
-    def fields(self, extractor: Callable[[dict[str, Any]], dict[str, str]]) -> dict[str, str]:
-        if self._fields is None:
-            self._fields = extractor(self.obj)
-        return self._fields
-
-
-def decode(kv: KV, rv: int | None = None) -> Entry:
-    """Build an Entry from an etcd value, stamping metadata.resourceVersion (the mod revision)."""
-    obj = orjson.loads(kv.value)
-    rev = kv.mod_revision if rv is None else rv
-    obj.setdefault("metadata", {})["resourceVersion"] = str(rev)
-    return Entry(kv.key, obj, orjson.dumps(obj), rev)
-
-
-def with_rv(entry: Entry, rv: int) -> Entry:
-    """A copy of ``entry`` whose resourceVersion is ``rv`` (a DELETED event carries the delete's revision)."""
-    obj = dict(entry.obj)
-    obj["metadata"] = {**obj.get("metadata", {}), "resourceVersion": str(rv)}
-    return Entry(entry.key, obj, orjson.dumps(obj), rv)
 
 
 @dataclass(slots=True)
@@ -114,7 +67,7 @@ class CacheEvent:
         cached = self._lines.get((etype, use_prev))
         if cached is None:
             if use_prev and self.prev is not None:
-                raw = with_rv(self.prev, self.rv).raw
+                raw = at_revision(self.prev, self.rv).raw
             else:
                 raw = self.entry.raw
             cached = b'{"type":"' + etype.encode() + b'","object":' + raw + b"}\n"
@@ -139,7 +92,7 @@ class Filter:
     def matches(self, entry: Entry) -> bool:
         if self.namespace is not None and entry.namespace != self.namespace:
             return False
-        if self.name is not None and entry.obj.get("metadata", {}).get("name") != self.name:
+        if self.name is not None and entry.name != self.name:
             return False
         if self.label is not None and not self.label.matches(entry.labels):
             return False
@@ -200,7 +153,7 @@ class Watcher:
                 return
         self.last_rv = ev.rv
         if self.transform is not None:
-            entry = with_rv(ev.prev, ev.rv) if use_prev and ev.prev is not None else ev.entry
+            entry = at_revision(ev.prev, ev.rv) if use_prev and ev.prev is not None else ev.entry
             self._put(self.transform(etype, entry))
         else:
             self._put(ev.line(etype, use_prev))
@@ -339,7 +292,7 @@ class WatchCache:
                 del self.state[key]
                 self._sorted_keys = None
                 rv = ev.kv.mod_revision
-                cev = CacheEvent("DELETED", rv, with_rv(prev, rv), prev)
+                cev = CacheEvent("DELETED", rv, at_revision(prev, rv), prev)
             else:
                 entry = decode(ev.kv)
                 rv = entry.rv

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from kubesim import up
+from kubesim.bench import runner as bench_runner
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,14 +16,12 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Start a local kubesim cluster and supervise it until Ctrl-C.")
     up.add_arguments(up_parser)
     up_parser.set_defaults(func=up.up)
-    bench_parser = sub.add_parser("bench", help="run the benchmarks and print their figures")
-    bench_parser.set_defaults(func=_bench)
+    bench_parser = sub.add_parser("bench", help="run the benchmarks and print their figures",
+                                  description="Start throwaway clusters on free ports, run the scenarios, "
+                                              "print one table and write a JSON file of results.")
+    bench_runner.add_arguments(bench_parser)
+    bench_parser.set_defaults(func=bench_runner.main)
     return p
-
-
-def _bench(_args: argparse.Namespace) -> int:
-    print("no benchmarks yet")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,8 +54,9 @@ from apiserver.storage.etcd import (
     StorageTimeout,
     Unavailable,
 )
+from apiserver.storage.objects import Entry, at_revision, decode, encode, stamp
 from apiserver.validation.field import FieldError, invalid_message
-from apiserver.watchcache import Entry, Filter, NotFresh, WatchCache, decode
+from apiserver.watchcache import Filter, NotFresh, WatchCache
 from machinery.api import meta as metautil
 from machinery.api.kinds import ResourceInfo
 
@@ -103,22 +104,6 @@ class ListResult:
 
 def generate_name(prefix: str) -> str:
     return prefix + "".join(random.choices(_NAME_ALPHABET, k=_NAME_SUFFIX_LEN))
-
-
-def encode_for_storage(obj: Obj) -> bytes:
-    """The stored form: the object without resourceVersion (etcd's mod_revision is the truth)."""
-    meta = obj.get("metadata") or {}
-    rv = meta.pop("resourceVersion", None)
-    try:
-        return orjson.dumps(obj)
-    finally:
-        if rv is not None:
-            meta["resourceVersion"] = rv
-
-
-def stamp(key: str, obj: Obj, rv: int) -> Entry:
-    obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
-    return Entry(key, obj, orjson.dumps(obj), rv)
 
 
 def copy_obj(entry: Entry) -> Obj:
@@ -301,12 +286,13 @@ class Store:
         if self.field_tracker is not None and opts.track_fields:
             self.field_tracker(None, obj, opts.field_manager, opts.subresource)
         if opts.dry_run:
-            return Entry(self.key(namespace, name), obj, orjson.dumps(obj), 0)
+            return Entry(self.key(namespace, name), orjson.dumps(obj), 0, obj)
 
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
             key = self.key(namespace, name)
+            stored = encode(obj)
             try:
-                rev = await self.storage.create(key, encode_for_storage(obj), lease=await self._ttl_lease())
+                rev = await self.storage.create(key, stored, lease=await self._ttl_lease())
             except KeyExists:
                 if generated and attempt < _GENERATE_NAME_ATTEMPTS - 1:
                     meta["name"] = name = generate_name(prefix)
@@ -314,7 +300,7 @@ class Store:
                 raise errors.already_exists(self.ri, name) from None
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, obj, rev)
+            return stamp(key, obj, stored, rev)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _ttl_lease(self) -> int:
@@ -381,17 +367,18 @@ class Store:
             if result is _DELETE_NOW:
                 return await self._delete_now(key, current, name), False
             if opts.dry_run:
-                return Entry(key, new, orjson.dumps(new), current.rv), False
+                return Entry(key, orjson.dumps(new), current.rv, new), False
+            stored = encode(new)
             try:
                 lease = await self._ttl_lease()
-                rev = await self.storage.update(key, encode_for_storage(new), current.rv, lease=lease)
+                rev = await self.storage.update(key, stored, current.rv, lease=lease)
             except RevisionMismatch as m:
                 current = decode(m.current) if m.current is not None else None
                 from_cache = False
                 continue
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, new, rev), False
+            return stamp(key, new, stored, rev), False
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     async def _prepare_update(self, new: Obj, current: Entry, opts: WriteOptions) -> Obj | object | None:
@@ -485,15 +472,16 @@ class Store:
             meta["deletionGracePeriodSeconds"] = grace
             self.strategy.mark_deleting(obj)
             if opts.dry_run:
-                return Entry(key, obj, orjson.dumps(obj), current.rv), False
+                return Entry(key, orjson.dumps(obj), current.rv, obj), False
+            stored = encode(obj)
             try:
-                rev = await self.storage.update(key, encode_for_storage(obj), current.rv)
+                rev = await self.storage.update(key, stored, current.rv)
             except RevisionMismatch as m:
                 current = decode(m.current) if m.current is not None else None
                 continue
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, obj, rev), False
+            return stamp(key, obj, stored, rev), False
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     async def _delete_now(self, key: str, current: Entry, name: str) -> Entry:
@@ -513,8 +501,7 @@ class Store:
                 continue
             except StorageError as e:
                 raise storage_error(e) from e
-            obj = copy_obj(entry)
-            return stamp(key, obj, rev)
+            return at_revision(entry, rev)
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     # --- helpers -----------------------------------------------------------------------------

