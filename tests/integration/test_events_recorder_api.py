@@ -44,6 +44,11 @@ async def test_repeated_events_aggregate_on_one_object(cluster: harness.Cluster,
             assert failed.involved_object.uid == target.metadata.uid
             assert failed.source.component == "default-scheduler"
             assert failed.last_timestamp >= failed.first_timestamp
+            # A precise eventTime (what `kubesim trace` orders steps by), with what Kubernetes
+            # then requires beside it.
+            assert failed.event_time is not None and failed.event_time >= failed.first_timestamp
+            assert failed.action == "FailedScheduling" and failed.reporting_component == "default-scheduler"
+            assert failed.reporting_instance
             assert broadcaster.dropped == 0
         finally:
             writer.cancel()
