@@ -10,14 +10,7 @@ import uvicorn
 
 from apiserver.app import asgi_app
 from apiserver.server import APIServer, Settings
-from machinery.api.duration import parse_duration
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from e
+from machinery.process import duration_arg as _duration
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 1800)")
     p.add_argument("--max-request-bytes", type=int, default=3 * 1024 * 1024,
                    help="largest request body accepted; larger ones get 413 (default 3145728)")
+    p.add_argument("--default-not-ready-toleration-seconds", type=int, default=300, metavar="SECONDS",
+                   help="tolerationSeconds of the not-ready toleration added to every Pod without one "
+                        "(default 300)")
+    p.add_argument("--default-unreachable-toleration-seconds", type=int, default=300, metavar="SECONDS",
+                   help="tolerationSeconds of the unreachable toleration added to every Pod without one "
+                        "(default 300)")
     p.add_argument("--no-managed-fields", action="store_true",
                    help="do not record metadata.managedFields on writes (server-side apply still works)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -80,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         max_body_bytes=args.max_request_bytes,
         min_request_timeout=args.min_request_timeout,
         track_managed_fields=not args.no_managed_fields,
+        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
     )
     app, api = asgi_app(settings)
     config = uvicorn.Config(app, host=args.bind_address, port=args.port, loop="uvloop", http="httptools",

@@ -46,11 +46,12 @@ class Settings:
     max_body_bytes: int = 3 * 1024 * 1024
     min_request_timeout: int = 1800
     track_managed_fields: bool = True
+    default_not_ready_toleration_seconds: int = 300
+    default_unreachable_toleration_seconds: int = 300
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    kinds.PODS.plural: pods.PodStrategy,
     kinds.NODES.plural: nodes.NodeStrategy,
     kinds.NAMESPACES.plural: namespaces.NamespaceStrategy,
     kinds.REPLICATION_CONTROLLERS.plural: replicationcontrollers.ReplicationControllerStrategy,
@@ -66,7 +67,10 @@ class APIServer:
         self.caches: dict[ResourceInfo, WatchCache] = {}
         self.stores: dict[ResourceInfo, Store] = {}
         for ri in kinds.RESOURCES:
-            strategy = STRATEGIES[ri.plural]()
+            strategy = (pods.PodStrategy(
+                not_ready_toleration_seconds=settings.default_not_ready_toleration_seconds,
+                unreachable_toleration_seconds=settings.default_unreachable_toleration_seconds)
+                if ri is kinds.PODS else STRATEGIES[ri.plural]())
             cache = WatchCache(ri, self.storage, capacity=settings.watch_cache_size,
                                max_watcher_queue=settings.watcher_queue_size,
                                field_extractor=strategy.fields)

@@ -56,7 +56,7 @@ EventType = Literal["Normal", "Warning"]
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
 
-_RESOURCE_BY_MODEL: dict[type[BaseModel], ResourceInfo] = {r.model: r for r in RESOURCES}
+_RESOURCE_BY_MODEL: dict[type[BaseModel], ResourceInfo[Any]] = {r.model: r for r in RESOURCES}
 
 #: source.component, source.host, involvedObject (kind, namespace, name, fieldPath, uid, apiVersion),
 #: type, reason, message: client-go's ``getEventKey``.

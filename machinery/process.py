@@ -110,12 +110,15 @@ class Runtime:
 def build_parser(component: str, *, description: str = "", lease_name: str | None = None,
                  add_flags: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
     """The component's flag parser: the common flags, the leader-election ones if it elects, and its own."""
-    parser = argparse.ArgumentParser(prog=f"python -m {component}", description=description)
+    # `python -m controller_manager`, as the user typed it (not the component's name).
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = main_spec.parent if main_spec is not None and main_spec.parent else component
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("--master", metavar="URL",
                         help="The address of the APIServer (overrides any value in --kubeconfig).")
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="Path to a kubeconfig file with the APIServer's address and credentials.")
-    parser.add_argument("--health-port", type=_port, default=0, metavar="PORT",
+    parser.add_argument("--health-port", type=port_arg, default=0, metavar="PORT",
                         help="Port for /healthz, /readyz and /metrics on 127.0.0.1 (0: pick a free one "
                              "and log it).")
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
@@ -123,16 +126,16 @@ def build_parser(component: str, *, description: str = "", lease_name: str | Non
     parser.add_argument("-v", "--v", type=int, default=0, metavar="N",
                         help="Log verbosity, as klog's: 4 or more logs debug messages.")
     if lease_name is not None:
-        parser.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=True,
+        parser.add_argument("--leader-elect", type=bool_arg, nargs="?", const=True, default=True,
                             metavar="BOOL", help="Start a leader election client and gain leadership "
                                                  "before executing the main loop (default: true).")
-        parser.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION",
+        parser.add_argument("--leader-elect-lease-duration", type=duration_arg, default=15.0, metavar="DURATION",
                             help="How long non-leader candidates wait after observing a leadership renewal "
                                  "before trying to acquire leadership (default: 15s).")
-        parser.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION",
+        parser.add_argument("--leader-elect-renew-deadline", type=duration_arg, default=10.0, metavar="DURATION",
                             help="How long the leader keeps trying to renew before it stops leading "
                                  "(default: 10s).")
-        parser.add_argument("--leader-elect-retry-period", type=_duration, default=2.0, metavar="DURATION",
+        parser.add_argument("--leader-elect-retry-period", type=duration_arg, default=2.0, metavar="DURATION",
                             help="How long clients wait between attempts to acquire and renew "
                                  "leadership (default: 2s).")
         parser.add_argument("--leader-elect-resource-name", default=lease_name, metavar="NAME",
@@ -299,14 +302,15 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def _duration(text: str) -> float:
+def duration_arg(text: str) -> float:
+    """An argparse type for Go durations (``40s``, ``5m``, or seconds)."""
     try:
         return parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _bool(text: str) -> bool:
+def bool_arg(text: str) -> bool:
     """Go's ``strconv.ParseBool``."""
     if text in ("1", "t", "T", "true", "TRUE", "True"):
         return True
@@ -315,7 +319,8 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
 
 
-def _port(text: str) -> int:
+def port_arg(text: str) -> int:
+    """An argparse type for TCP ports (0 allowed: pick a free one)."""
     try:
         port = int(text)
     except ValueError:

@@ -14,6 +14,7 @@ from apiserver import errors
 from apiserver.registry.store import Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
 from apiserver.validation import core as validation
+from apiserver.validation import defaults
 from apiserver.validation.field import FieldError, invalid_message
 from apiserver.watchcache import Entry
 from machinery.api import kinds
@@ -58,11 +59,16 @@ class PodStrategy(Strategy):
         "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
     )
 
+    def __init__(self, *, not_ready_toleration_seconds: int = 300, unreachable_toleration_seconds: int = 300) -> None:
+        self.not_ready_toleration_seconds = not_ready_toleration_seconds
+        self.unreachable_toleration_seconds = unreachable_toleration_seconds
+
     def prepare_for_create(self, obj: Obj) -> None:
         obj["status"] = {"phase": "Pending"}
 
     def default(self, obj: Obj) -> None:
-        super().default(obj)
+        defaults.default_pod(obj, not_ready_toleration_seconds=self.not_ready_toleration_seconds,
+                             unreachable_toleration_seconds=self.unreachable_toleration_seconds)
         status = obj.setdefault("status", {})
         if "qosClass" not in status:
             status["qosClass"] = qos_class(obj.get("spec") or {})

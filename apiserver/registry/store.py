@@ -102,8 +102,21 @@ class ListResult:
     remaining: int | None = None
 
 
+#: A generated name must still be a valid name: the prefix is cut to leave room for the suffix.
+_MAX_GENERATED_PREFIX: Final = 63 - _NAME_SUFFIX_LEN
+#: Metadata fields that Go's encoder omits when empty; a patch can leave them empty.
+_OMIT_EMPTY_META: Final = ("labels", "annotations", "ownerReferences", "finalizers", "managedFields")
+
+
 def generate_name(prefix: str) -> str:
-    return prefix + "".join(random.choices(_NAME_ALPHABET, k=_NAME_SUFFIX_LEN))
+    return prefix[:_MAX_GENERATED_PREFIX] + "".join(random.choices(_NAME_ALPHABET, k=_NAME_SUFFIX_LEN))
+
+
+def drop_empty_metadata(meta: dict[str, Any]) -> None:
+    """Remove empty lists and maps that Kubernetes would not store (``ownerReferences: []``)."""
+    for k in _OMIT_EMPTY_META:
+        if k in meta and not meta[k]:
+            del meta[k]
 
 
 def copy_obj(entry: Entry) -> Obj:
@@ -271,6 +284,7 @@ class Store:
         self.strategy.default(obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(k, None)
+        drop_empty_metadata(meta)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = metautil.now_time()
         if self.strategy.has_generation:
@@ -385,6 +399,10 @@ class Store:
         old = current.obj
         meta = new.setdefault("metadata", {})
         old_meta = old.get("metadata") or {}
+        # A uid in the new object is a precondition, as kube-apiserver's update checks it.
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise errors.conflict(self.ri, old_meta.get("name") or "", "Precondition failed: UID in precondition: "
+                                  f"{meta['uid']}, UID in object meta: {old_meta.get('uid')}")
         # Server-owned metadata survives whatever the client sent.
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
             if k in old_meta:
@@ -395,6 +413,7 @@ class Store:
         if self.ri.namespaced:
             meta["namespace"] = old_meta.get("namespace")
         meta.pop("selfLink", None)
+        drop_empty_metadata(meta)
         new.setdefault("apiVersion", self.ri.api_version)
         new.setdefault("kind", self.ri.kind)
 

@@ -63,8 +63,13 @@ def default_object(kind: str, obj: Obj) -> None:
         defaulter(obj)
 
 
-def default_pod(pod: Obj) -> None:
-    """A Pod's v1 defaults, then what the DefaultTolerationSeconds and Priority admission plugins add."""
+def default_pod(pod: Obj, *, not_ready_toleration_seconds: int = _DEFAULT_TOLERATION_SECONDS,
+                unreachable_toleration_seconds: int = _DEFAULT_TOLERATION_SECONDS) -> None:
+    """A Pod's v1 defaults, then what the DefaultTolerationSeconds and Priority admission plugins add.
+
+    The toleration seconds are kube-apiserver's ``--default-not-ready-toleration-seconds`` and
+    ``--default-unreachable-toleration-seconds``.
+    """
     spec = _child(pod, "spec")
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or ():
@@ -80,7 +85,8 @@ def default_pod(pod: Obj) -> None:
                         port["hostPort"] = port["containerPort"]
     _default_pod_spec(spec)
     _admit_priority(spec)
-    _admit_default_toleration_seconds(spec)
+    _admit_default_toleration_seconds(spec, {_NOT_READY_TAINT: not_ready_toleration_seconds,
+                                             _UNREACHABLE_TAINT: unreachable_toleration_seconds})
     status = pod.get("status")
     if isinstance(status, dict):
         _sync_ip_lists(status, "podIP", "podIPs")
@@ -271,15 +277,15 @@ def _admit_priority(spec: Obj) -> None:
         spec["preemptionPolicy"] = "PreemptLowerPriority"
 
 
-def _admit_default_toleration_seconds(spec: Obj) -> None:
-    """The DefaultTolerationSeconds plugin: tolerate not-ready and unreachable nodes for 300 s by default."""
+def _admit_default_toleration_seconds(spec: Obj, seconds: dict[str, int]) -> None:
+    """The DefaultTolerationSeconds plugin: tolerate not-ready and unreachable nodes (300 s by default)."""
     tolerations = spec.get("tolerations") or []
-    for taint in (_NOT_READY_TAINT, _UNREACHABLE_TAINT):
+    for taint, after in seconds.items():
         tolerated = any(t.get("key") in (taint, "", None) and t.get("effect") in ("NoExecute", "", None)
                         for t in tolerations)
         if not tolerated:
             tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": _DEFAULT_TOLERATION_SECONDS})
+                                "tolerationSeconds": after})
     spec["tolerations"] = tolerations
 
 

@@ -164,9 +164,13 @@ class Client:
                                    params=_manager(field_manager), name=_name_of(body))
         return decode(resource.model, data)
 
-    async def update(self, resource: TypedResource[M], obj: Body, *, field_manager: str | None = None) -> M:
-        """PUT the whole object; its ``metadata.resourceVersion`` guards against lost updates (409)."""
-        return await self._put(resource, obj, None, field_manager)
+    async def update(self, resource: TypedResource[M], obj: Body, *, field_manager: str | None = None,
+                     subresource: str | None = None) -> M:
+        """PUT the whole object (or a subresource such as a Namespace's ``finalize``).
+
+        Its ``metadata.resourceVersion`` guards against lost updates (409).
+        """
+        return await self._put(resource, obj, subresource, field_manager)
 
     async def update_status(self, resource: TypedResource[M], obj: Body, *,
                             field_manager: str | None = None) -> M:

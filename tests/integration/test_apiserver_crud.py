@@ -352,3 +352,44 @@ def test_scale_subresource_reads_and_writes_replicas(api: httpx.Client, namespac
                   headers={"Content-Type": "application/merge-patch+json"})
     assert r.json()["spec"]["replicas"] == 1
     assert api.get(f"{base}/scaled").json()["spec"]["replicas"] == 1
+
+
+def test_uid_in_an_update_is_a_precondition(api: httpx.Client, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    created = api.post(base, json=pod("uidpre")).json()
+    r = api.patch(f"{base}/uidpre", content=b'{"metadata":{"uid":"not-mine","labels":{"a":"b"}}}',
+                  headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 409
+    assert "Precondition failed: UID in precondition: not-mine" in r.json()["message"]
+    r = api.patch(f"{base}/uidpre", json={"metadata": {"uid": created["metadata"]["uid"], "labels": {"a": "b"}}},
+                  headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status_code == 200
+
+
+def test_empty_owner_references_are_not_stored(api: httpx.Client, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    body = pod("owned")
+    body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ReplicationController", "name": "x",
+                                            "uid": "u-1", "controller": True}]
+    api.post(base, json=body)
+    patch = {"metadata": {"ownerReferences": [{"$patch": "delete", "uid": "u-1"}]}}
+    r = api.patch(f"{base}/owned", json=patch, headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert r.status_code == 200, r.text
+    assert "ownerReferences" not in r.json()["metadata"]
+
+
+def test_generated_names_of_long_prefixes_stay_valid(api: httpx.Client, namespace: str) -> None:
+    body = pod("")
+    body["metadata"] = {"generateName": "x" * 70 + "-"}
+    r = api.post(f"/api/v1/namespaces/{namespace}/pods", json=body)
+    assert r.status_code == 201, r.text
+    assert len(r.json()["metadata"]["name"]) == 63
+
+
+def test_default_toleration_seconds_are_configurable() -> None:
+    with harness.cluster(apiserver_args=["--default-unreachable-toleration-seconds", "7"]) as c, \
+            httpx.Client(base_url=c.url) as api:
+        harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
+        created = api.post("/api/v1/namespaces/default/pods", json=pod("tol")).json()
+        seconds = {t["key"]: t["tolerationSeconds"] for t in created["spec"]["tolerations"]}
+        assert seconds == {"node.kubernetes.io/not-ready": 300, "node.kubernetes.io/unreachable": 7}
