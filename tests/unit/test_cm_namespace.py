@@ -1,0 +1,45 @@
+"""The namespace controller's report: the status conditions, worded as Kubernetes words them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from controller_manager.namespace import NAMESPACED, DeletionReport
+from machinery.api.kinds import EVENTS, LEASES, PODS, REPLICATION_CONTROLLERS
+
+OK = {
+    "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered"),
+    "NamespaceDeletionGroupVersionParsingFailure": ("False", "ParsedGroupVersions",
+                                                    "All legacy kube types successfully parsed"),
+    "NamespaceDeletionContentFailure": ("False", "ContentDeleted",
+                                        "All content successfully deleted, may be waiting on finalization"),
+    "NamespaceContentRemaining": ("False", "ContentRemoved", "All content successfully removed"),
+    "NamespaceFinalizersRemaining": ("False", "ContentHasNoFinalizers", "All content-preserving finalizers finished"),
+}
+
+
+@pytest.mark.parametrize(("report", "changed"), [
+    pytest.param(DeletionReport(), {}, id="all-done"),
+    pytest.param(DeletionReport(estimate=30, remaining={"pods.": 2, "leases.coordination.k8s.io": 1}), {
+        "NamespaceContentRemaining": ("True", "SomeResourcesRemain", ("Some resources are remaining: "
+                                      "leases.coordination.k8s.io has 1 resource instances, pods. has 2 "
+                                      "resource instances"))}, id="content-remains"),
+    pytest.param(DeletionReport(remaining={"pods.": 3}, finalizers=Counter({"b.io/x": 1, "a.io/y": 2})), {
+        "NamespaceContentRemaining": ("True", "SomeResourcesRemain",
+                                      "Some resources are remaining: pods. has 3 resource instances"),
+        "NamespaceFinalizersRemaining": ("True", "SomeFinalizersRemain",
+                                         ("Some content in the namespace has finalizers remaining: a.io/y in 2 "
+                                         "resource instances, b.io/x in 1 resource instances"))}, id="finalizers"),
+    pytest.param(DeletionReport(errors=["z failed", "a failed"]), {
+        "NamespaceDeletionContentFailure": ("True", "ContentDeletionFailed",
+                                            "Failed to delete all resource types, 2 remaining: a failed, z failed")},
+                 id="errors"),
+])
+def test_report_conditions(report: DeletionReport, changed: dict[str, tuple[str, str, str]]) -> None:
+    assert report.conditions() == OK | changed
+
+
+def test_every_namespaced_resource_is_emptied() -> None:
+    assert set(NAMESPACED) == {PODS, REPLICATION_CONTROLLERS, EVENTS, LEASES}
