@@ -10,6 +10,7 @@ import uvicorn
 
 from apiserver.app import asgi_app
 from apiserver.server import APIServer, Settings
+from machinery.gctune import freeze_survivors
 from machinery.process import duration_arg as _duration
 
 
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     config = uvicorn.Config(app, host=args.bind_address, port=args.port, loop="uvloop", http="httptools",
                             log_level="warning", access_log=False, timeout_graceful_shutdown=3,
                             timeout_keep_alive=60, backlog=4096)
+    # The watch cache holds every object: keep full collections off it.
+    freeze_survivors()
     server = _Server(config)
     server.api = api
     logging.getLogger("apiserver").info("serving on http://%s:%d, etcd %s", args.bind_address, args.port,

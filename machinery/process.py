@@ -48,6 +48,7 @@ from machinery.api.duration import parse_duration
 from machinery.client.config import ClientConfig, ConfigError, config_from_flags
 from machinery.client.rest import Client
 from machinery.events import EventBroadcaster
+from machinery.gctune import freeze_survivors
 from machinery.informer.shared import InformerFactory
 from machinery.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost, default_identity
 
@@ -200,6 +201,8 @@ class _Formatter(logging.Formatter):
 async def _serve(component: str, main: Main, args: argparse.Namespace, config: ClientConfig,
                  election: LeaderElectionConfig | None) -> int:
     loop = asyncio.get_running_loop()
+    # Informer caches grow to tens of thousands of objects: keep full collections off them.
+    freeze_survivors()
     async with Client(config, user_agent=f"kubesim-{component}") as client:
         runtime = Runtime(component, args, client, election)
         health = await asyncio.start_server(lambda r, w: _serve_health(runtime, r, w), LOOPBACK, args.health_port)

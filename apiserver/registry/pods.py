@@ -66,6 +66,16 @@ class PodStrategy(Strategy):
     def prepare_for_create(self, obj: Obj) -> None:
         obj["status"] = {"phase": "Pending"}
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        super().prepare_for_status_update(new, old)
+        # kube-apiserver does not let pods/status touch ownerReferences: old kubelets corrupted them.
+        owners = (old.get("metadata") or {}).get("ownerReferences")
+        meta = new.setdefault("metadata", {})
+        if owners is None:
+            meta.pop("ownerReferences", None)
+        else:
+            meta["ownerReferences"] = owners
+
     def default(self, obj: Obj) -> None:
         defaults.default_pod(obj, not_ready_toleration_seconds=self.not_ready_toleration_seconds,
                              unreachable_toleration_seconds=self.unreachable_toleration_seconds)

@@ -20,6 +20,9 @@ from machinery.api.kinds import ResourceInfo
 
 Obj = dict[str, Any]
 
+#: What a ``/status`` write may carry: the status, and metadata (labels, annotations).
+_STATUS_WRITABLE = frozenset({"apiVersion", "kind", "metadata", "status"})
+
 
 class Strategy:
     ri: ClassVar[ResourceInfo]
@@ -62,12 +65,16 @@ class Strategy:
                 new.pop("status", None)
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
-        """A ``/status`` update changes status only: everything else comes from the stored object."""
-        status = new.get("status")
-        new.clear()
-        new.update({k: v for k, v in old.items() if k != "status"})
-        if status is not None:
-            new["status"] = status
+        """A ``/status`` update keeps the stored spec (and any other top-level field but metadata).
+
+        As in kube-apiserver, metadata such as labels and annotations may change through
+        ``/status``; the server-owned metadata is restored by the store.
+        """
+        for k in [k for k in new if k not in _STATUS_WRITABLE]:
+            del new[k]
+        for k, v in old.items():
+            if k not in _STATUS_WRITABLE:
+                new[k] = v
 
     def default(self, obj: Obj) -> None:
         default_object(self.ri.kind, obj)

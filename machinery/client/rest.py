@@ -231,14 +231,18 @@ class Client:
             return None
         return decode(resource.model, data)
 
-    async def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None) -> None:
+    async def bind(self, namespace: str, name: str, node_name: str, *, uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> None:
         """``POST pods/{name}/binding``: assign a pending Pod to a node (the scheduler's write).
 
-        ``uid`` makes the binding fail if the Pod was replaced by another of the same name.
+        ``uid`` makes the binding fail if the Pod was replaced by another of the same name;
+        ``annotations`` are copied onto the Pod in the same write, as kube-apiserver does.
         """
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:
             metadata["uid"] = uid
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         await self._request("POST", PODS, PODS.path(namespace, name, "binding"), body=body, name=name)

@@ -85,9 +85,12 @@ def test_spec_update_ignores_status_and_status_update_ignores_spec(api: httpx.Cl
 
     updated["status"] = {"replicas": 2, "readyReplicas": 1}
     updated["spec"]["replicas"] = 9
+    updated["metadata"]["annotations"] = {"seen-by": "status-writer"}
     after = api.put(f"{base}/split/status", json=updated).json()
     assert after["status"]["replicas"] == 2 and after["status"]["readyReplicas"] == 1
     assert after["spec"]["replicas"] == 2
+    # As in kube-apiserver, metadata (not spec) may change through /status.
+    assert after["metadata"]["annotations"] == {"seen-by": "status-writer"}
 
 
 def test_stale_update_is_a_conflict(api: httpx.Client, namespace: str) -> None:
