@@ -1,0 +1,114 @@
+"""What PodTopologySpread's filtering and scoring share: parsed constraints and Pod counting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from machinery.api import NO_EXECUTE, NO_SCHEDULE, Selector, find_untolerated_taint, selector_from_set
+from machinery.api.labels import Operator, Requirement
+from scheduler.framework.interface import Handle
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins import names
+
+NAME: Final = names.POD_TOPOLOGY_SPREAD
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+DO_NOT_SCHEDULE: Final = "DoNotSchedule"
+SCHEDULE_ANYWAY: Final = "ScheduleAnyway"
+
+#: The constraints a Pod without its own gets when ``defaultingType`` is System (and it has an owner).
+SYSTEM_DEFAULT_CONSTRAINTS: Final = (
+    {"maxSkew": 3, "topologyKey": HOSTNAME_LABEL, "whenUnsatisfiable": SCHEDULE_ANYWAY},
+    {"maxSkew": 5, "topologyKey": ZONE_LABEL, "whenUnsatisfiable": SCHEDULE_ANYWAY},
+)
+_DO_NOT_SCHEDULE_TAINTS: Final = frozenset((NO_SCHEDULE, NO_EXECUTE))
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A parsed ``TopologySpreadConstraint`` of one action (DoNotSchedule or ScheduleAnyway)."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    min_domains: int = 1
+    #: nodeAffinityPolicy Honor (default): only nodes matching the Pod's node affinity count.
+    honor_node_affinity: bool = True
+    #: nodeTaintsPolicy Honor (default Ignore): only nodes whose taints the Pod tolerates count.
+    honor_node_taints: bool = False
+
+    def includes(self, pod: PodInfo, node: NodeInfo) -> bool:
+        """``matchNodeInclusionPolicies``: whether this node's Pods count for the constraint."""
+        if self.honor_node_affinity and not pod.required_node_affinity.matches(node.name, node.labels):
+            return False
+        return not (self.honor_node_taints and node.hard_taints
+                    and find_untolerated_taint(node.taints, pod.tolerations, _DO_NOT_SCHEDULE_TAINTS) is not None)
+
+
+def _field(c: Any, wire: str, attr: str) -> Any:
+    return c.get(wire) if isinstance(c, Mapping) else getattr(c, attr)
+
+
+def parse_constraints(constraints: Iterable[Any], pod: PodInfo, action: str,
+                      selector: Selector | None = None) -> list[Constraint]:
+    """The constraints of one ``whenUnsatisfiable`` action, as ``filterTopologySpreadConstraints``.
+
+    Each constraint is a model or a wire dict; ``selector`` replaces their
+    labelSelector (the default constraints take the Pod's owners' selector).
+    """
+    out: list[Constraint] = []
+    for c in constraints:
+        if _field(c, "whenUnsatisfiable", "when_unsatisfiable") != action:
+            continue
+        sel = selector if selector is not None else Selector.from_label_selector(
+            _field(c, "labelSelector", "label_selector"))
+        match_keys = _field(c, "matchLabelKeys", "match_label_keys") or ()
+        match_labels = {k: pod.labels[k] for k in match_keys if k in pod.labels}
+        if match_labels:
+            sel = _merge(match_labels, sel)
+        min_domains = _field(c, "minDomains", "min_domains")
+        out.append(Constraint(
+            max_skew=_field(c, "maxSkew", "max_skew"), topology_key=_field(c, "topologyKey", "topology_key"),
+            selector=sel, min_domains=min_domains if min_domains is not None else 1,
+            honor_node_affinity=_field(c, "nodeAffinityPolicy", "node_affinity_policy") != "Ignore",
+            honor_node_taints=_field(c, "nodeTaintsPolicy", "node_taints_policy") == "Honor"))
+    return out
+
+
+def _merge(match_labels: Mapping[str, str], selector: Selector) -> Selector:
+    """``mergeLabelSetWithSelector``: the label set ANDed with the selector (a nil selector adds nothing)."""
+    if selector == Selector.nothing():
+        return selector_from_set(match_labels)
+    extra = [Requirement(k, Operator.EQUALS, (v,)) for k, v in match_labels.items()]
+    return Selector((*selector.requirements, *extra))
+
+
+def default_selector(handle: Handle, pod: PodInfo) -> Selector:
+    """``helper.DefaultSelector``: the selector of the ReplicationController that controls the Pod.
+
+    kubesim serves no Services, ReplicaSets or StatefulSets, so an RC owner is
+    the only source; a Pod without one gets the empty selector (no defaults).
+    """
+    if pod.owner is None:
+        return Selector.everything()
+    api_version, kind, name = pod.owner
+    if api_version != "v1" or kind != "ReplicationController":
+        return Selector.everything()
+    selector = handle.replication_controller_selector(pod.namespace, name)
+    return selector_from_set(selector) if selector else Selector.everything()
+
+
+def node_has_topology_keys(node: NodeInfo, constraints: Sequence[Constraint]) -> bool:
+    labels = node.labels
+    return all(c.topology_key in labels for c in constraints)
+
+
+def count_matching(pods: Iterable[PodInfo], selector: Selector, namespace: str) -> int:
+    """Pods of ``namespace`` that ``selector`` selects, terminating ones left out (Kubernetes #87621)."""
+    count = 0
+    for pod in pods:
+        if pod.namespace == namespace and not pod.terminating and selector.matches(pod.labels):
+            count += 1
+    return count
