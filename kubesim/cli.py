@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesim import up
+from kubesim import node, status, trace, up
 from kubesim.bench import runner as bench_runner
 
 
@@ -16,6 +16,21 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Start a local kubesim cluster and supervise it until Ctrl-C.")
     up.add_arguments(up_parser)
     up_parser.set_defaults(func=up.up)
+    status_parser = sub.add_parser("status", help="each component's health and the cluster's nodes and Pods",
+                                   description="Show each component's health and the nodes and Pods at a "
+                                               "glance. Exits 1 when something is unhealthy.")
+    status.add_arguments(status_parser)
+    status_parser.set_defaults(func=status.main)
+    trace_parser = sub.add_parser("trace", help="the 13 steps that brought one Pod to life",
+                                  description="Rebuild, from the API, the 13 steps of the flow for one Pod: "
+                                              "who did what, when (since step 2) and at which resourceVersion.")
+    trace.add_arguments(trace_parser)
+    trace_parser.set_defaults(func=trace.main)
+    node_parser = sub.add_parser("node", help="make a simulated node fail or recover",
+                                 description="Stop a simulated node's heartbeats and Pod updates (as if it "
+                                             "lost its network), or start them again.")
+    node.add_arguments(node_parser)
+    node_parser.set_defaults(func=node.main)
     bench_parser = sub.add_parser("bench", help="run the benchmarks and print their figures",
                                   description="Start throwaway clusters on free ports, run the scenarios, "
                                               "print one table and write a JSON file of results.")
