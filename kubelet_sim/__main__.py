@@ -28,11 +28,9 @@ from kubelet_sim.node import NodeManager
 from kubelet_sim.pods import PodManager
 from kubelet_sim.profile import PlannedNode, ProfileError, Timings, load_profile
 from kubelet_sim.server import KubeletServer
-from kubelet_sim.transport import LeanClient
 from kubelet_sim.views import NODE_VIEWS, POD_VIEWS
 from machinery import process
-from machinery.events import EventBroadcaster
-from machinery.informer import NODE_NAME_INDEX, InformerFactory, index_pod_by_node_name
+from machinery.informer import NODE_NAME_INDEX, index_pod_by_node_name
 
 COMPONENT = "kubelet_sim"
 DESCRIPTION = "Simulated kubelets: registers nodes, renews their Leases, runs the Pods bound to them."
@@ -70,49 +68,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def run(rt: process.Runtime, *, planned: Sequence[PlannedNode], timings: Timings) -> None:
     """Register the nodes and run their Pods until cancelled."""
-    # The process's own client, informers and event writer, on the lean client: at thousands of
-    # nodes, the requests through httpx would cost more CPU than everything else together.
-    async with LeanClient(rt.client.config, user_agent=f"kubesim-{COMPONENT}") as client:
-        informers = InformerFactory(client)
-        events = EventBroadcaster(client)
-        selector = f"spec.nodeName={planned[0].name}" if len(planned) == 1 else "spec.nodeName!="
-        pod_informer = informers.informer(POD_VIEWS, field_selector=selector,
-                                          indexers={NODE_NAME_INDEX: index_pod_by_node_name})
-        node_informer = informers.informer(NODE_VIEWS)
-        nodes = NodeManager(client, events, planned, timings=timings,
-                            on_active=lambda node: pods.node_active(node))
-        pods = PodManager(client, pod_informer.store, nodes.nodes, timings=timings,
-                          heartbeats_on_time=nodes.heartbeats_on_time)
-        node_informer.add_handler(on_add=nodes.on_node, on_update=lambda _old, new: nodes.on_node(new),
-                                  on_delete=nodes.on_node_deleted)
-        rt.add_readiness_check("kubelet-informer-sync", lambda: informers.has_synced)
-        rt.add_readiness_check("nodes-registered", lambda: nodes.all_registered)
-        server = KubeletServer(pods, nodes)
-        port = await server.start(rt.args.kubelet_port)
-        background = [asyncio.create_task(informers.run(), name="kubelet-informers"),
-                      asyncio.create_task(events.run(), name="kubelet-events")]
-        try:
-            await informers.wait_for_cache_sync()
-            pod_informer.add_handler(on_add=pods.on_pod, on_update=lambda _old, new: pods.on_pod(new),
-                                     on_delete=pods.on_pod_deleted)
-            async with asyncio.TaskGroup() as group:
-                group.create_task(nodes.run(port), name="nodes")
-                group.create_task(pods.run(), name="pod-status")
-                # An informer or the event writer failing is fatal, as it is in machinery.process.
-                group.create_task(_watchdog(background), name="kubelet-watchdog")
-        finally:
-            # As machinery.process does: the work has stopped; flush Events, then close the watches.
-            for task in reversed(background):
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-            await server.close()
-
-
-async def _watchdog(tasks: Sequence[asyncio.Task[None]]) -> None:
-    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    for task in done:
-        task.result()
-    raise RuntimeError(f"{', '.join(t.get_name() for t in done)} stopped")
+    client, informers, events = rt.client, rt.informers, rt.events
+    selector = f"spec.nodeName={planned[0].name}" if len(planned) == 1 else "spec.nodeName!="
+    pod_informer = informers.informer(POD_VIEWS, field_selector=selector,
+                                      indexers={NODE_NAME_INDEX: index_pod_by_node_name})
+    node_informer = informers.informer(NODE_VIEWS)
+    nodes = NodeManager(client, events, planned, timings=timings, on_active=lambda node: pods.node_active(node))
+    pods = PodManager(client, pod_informer.store, nodes.nodes, timings=timings,
+                      heartbeats_on_time=nodes.heartbeats_on_time)
+    node_informer.add_handler(on_add=nodes.on_node, on_update=lambda _old, new: nodes.on_node(new),
+                              on_delete=nodes.on_node_deleted)
+    rt.add_readiness_check("nodes-registered", lambda: nodes.all_registered)
+    server = KubeletServer(pods, nodes)
+    port = await server.start(rt.args.kubelet_port)
+    try:
+        await informers.wait_for_cache_sync()
+        pod_informer.add_handler(on_add=pods.on_pod, on_update=lambda _old, new: pods.on_pod(new),
+                                 on_delete=pods.on_pod_deleted)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(nodes.run(port), name="nodes")
+            group.create_task(pods.run(), name="pod-status")
+    finally:
+        await server.close()
 
 
 def _positive(text: str) -> int:

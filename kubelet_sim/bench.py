@@ -37,7 +37,6 @@ from typing import Any
 
 from kubernetes.client import V1Lease
 
-from kubelet_sim.transport import LeanClient
 from kubelet_sim.views import NODE_VIEWS, POD_VIEWS
 from kubesim import procs
 from kubesim.bench.cluster import cluster
@@ -60,7 +59,7 @@ async def density(api_url: str, *, nodes: int, pods: int, kubelet_pid: int | Non
     say = progress or (lambda _message: None)
     started = time.monotonic()
     # The lean client: through httpx, the benchmark's own requests would be the bottleneck.
-    async with LeanClient(ClientConfig(api_url), user_agent="kubesim-bench") as client:
+    async with Client(ClientConfig(api_url), user_agent="kubesim-bench") as client:
         async with asyncio.timeout(timeout):
             node_names = await _wait_nodes_ready(client, nodes, say)
             nodes_ready = time.monotonic() - started

@@ -11,16 +11,12 @@ leader-election flags.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
-from machinery.client import Client
-from machinery.events import EventBroadcaster
 from machinery.process import Runtime, run
 from scheduler.framework.runtime import FrameworkError
 from scheduler.profile import ConfigError, SchedulerConfig, default_config, load_config
 from scheduler.scheduler import Scheduler, check_profiles
-from scheduler.transport import PlainHTTPTransport
 
 DESCRIPTION = ("kubesim's scheduler: watches unscheduled Pods, filters and scores the nodes with the "
                "profile's plugins, and binds each Pod to the best node (steps 9 to 11 of the flow).")
@@ -43,19 +39,9 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
 
 
 async def _main(rt: Runtime) -> None:
-    # The scheduler writes (bindings, Events, status) through its own client on the lean transport;
-    # the shared client keeps the informers' watches and leader election.
-    async with Client(rt.client.config, user_agent="kubesim-scheduler", transport=PlainHTTPTransport()) as client:
-        events = EventBroadcaster(client)
-        writer = asyncio.create_task(events.run(), name="scheduler-events")
-        try:
-            scheduler = Scheduler(client=client, informers=rt.informers, events=events,
-                                  config=rt.args.config or default_config(), is_leading=lambda: rt.is_leading)
-            await rt.lead(scheduler.run)
-        finally:
-            # Cancelling the writer flushes pending Events for up to two seconds.
-            writer.cancel()
-            await asyncio.gather(writer, return_exceptions=True)
+    scheduler = Scheduler(client=rt.client, informers=rt.informers, events=rt.events,
+                          config=rt.args.config or default_config(), is_leading=lambda: rt.is_leading)
+    await rt.lead(scheduler.run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,20 @@
 """The typed async client: kubesim's ``client-go`` REST client over one httpx connection pool.
 
-One :class:`Client` per process. It holds a single ``httpx.AsyncClient``
-(keep-alive HTTP/1.1, a pool large enough for many concurrent requests plus the
-long-lived watch streams, each of which holds a connection for its lifetime),
+One :class:`Client` per process. Requests are httpx requests on one transport
+(by default :class:`~machinery.client.transport.LeanTransport`: keep-alive
+HTTP/1.1, a pool large enough for many concurrent requests plus the long-lived
+watch streams, each of which holds a connection for its lifetime). The client
 builds URLs from the resource table, sends JSON, and returns the official
 models. Failures come back as the typed exceptions of
 :mod:`machinery.client.errors`; connection failures as ``httpx.TransportError``.
+
+Speed matters here: the scheduler binds hundreds of Pods a second and one
+kubelet_sim renews 500 Leases a second. Measured per request on 2 cores:
+httpx's stock client and transport cost about 1.7 ms of CPU, the same client
+on the lean transport 0.28 ms, and an ``httpx.Request`` handed straight to the
+transport 0.18 ms; so plain requests take that last path, built from
+pre-encoded headers, and only watches (long-lived streams) go through
+``httpx.AsyncClient``.
 
 Concurrency: every method may be called from many tasks at once; the client
 keeps no per-request state. :meth:`Client.watch` returns an async generator
@@ -19,6 +28,7 @@ import enum
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 import orjson
@@ -29,6 +39,7 @@ from machinery.api.kinds import PODS
 from machinery.client.config import ClientConfig
 from machinery.client.errors import Expired, UnexpectedResponse, error_from_response
 from machinery.client.objects import ObjectList, TypedResource, decode, to_wire
+from machinery.client.transport import ConnectionPool, LeanTransport
 from machinery.client.watch import Bookmark, WatchEvent, decode_event, split_lines
 
 M = TypeVar("M", bound=BaseModel)
@@ -63,8 +74,14 @@ class Client:
         headers = {"Accept": "application/json", "User-Agent": user_agent}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
+        self._transport = transport or LeanTransport(ConnectionPool(max_connections=max_connections))
+        self._base = httpx.URL(config.server)
+        self._prefix = self._base.raw_path.rstrip(b"/")
+        host = self._base.netloc
+        self._plain_headers = [(b"Host", host)] + [(k.encode(), v.encode()) for k, v in headers.items()]
+        self._timeouts = {"connect": 5.0, "read": timeout, "write": timeout, "pool": None}
         self._http = httpx.AsyncClient(
-            base_url=config.server, headers=headers, transport=transport,
+            base_url=config.server, headers=headers, transport=self._transport,
             # A request waits for a free connection rather than failing when the pool is busy.
             timeout=httpx.Timeout(timeout, connect=5.0, pool=None),
             limits=httpx.Limits(max_connections=max_connections,
@@ -82,6 +99,7 @@ class Client:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._transport.aclose()
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -266,12 +284,21 @@ class Client:
                        params: Mapping[str, str] | None = None, body: Mapping[str, Any] | None = None,
                        content: bytes | None = None, content_type: str = "application/json",
                        name: str = "") -> dict[str, Any]:
-        headers = None
+        headers = self._plain_headers
         if body is not None:
             content = orjson.dumps(body)
         if content is not None:
-            headers = {"Content-Type": content_type}
-        response = await self._http.request(method, path, params=params, content=content, headers=headers)
+            headers = [*headers, (b"Content-Type", content_type.encode())]
+        target = self._prefix + path.encode()
+        if params:
+            target += b"?" + urlencode(params).encode()
+        request = httpx.Request(method, self._base.copy_with(raw_path=target), headers=headers, content=content,
+                                extensions={"timeout": self._timeouts})
+        response = await self._transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
         metrics.REST_CLIENT_REQUESTS.labels(str(response.status_code), method).inc()
         if not 200 <= response.status_code < 300:
             retry_after = response.headers.get("Retry-After")

@@ -12,9 +12,9 @@ import httpx
 import orjson
 import pytest
 
-from kubelet_sim.transport import ConnectionPool, LeanClient, LeanTransport, Timeouts
-from kubelet_sim.views import LEASE_VIEWS
-from machinery.client import ClientConfig, Conflict, InternalError, NotFound, UnexpectedResponse
+from machinery.api.kinds import LEASES
+from machinery.client import Client, ClientConfig, Conflict, InternalError, NotFound, UnexpectedResponse
+from machinery.client.transport import ConnectionPool, LeanTransport, Timeouts
 
 
 class Request:
@@ -94,11 +94,11 @@ LEASE = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
 
 
 @pytest.fixture
-async def lean() -> AsyncIterator[Callable[[ScriptedServer], LeanClient]]:
-    clients: list[LeanClient] = []
+async def lean() -> AsyncIterator[Callable[[ScriptedServer], Client]]:
+    clients: list[Client] = []
 
-    def make(server: ScriptedServer, **options: Any) -> LeanClient:
-        client = LeanClient(ClientConfig(server.url, token="t0ken"), user_agent="kubesim-test", **options)
+    def make(server: ScriptedServer, **options: Any) -> Client:
+        client = Client(ClientConfig(server.url, token="t0ken"), user_agent="kubesim-test", **options)
         clients.append(client)
         return client
 
@@ -107,12 +107,12 @@ async def lean() -> AsyncIterator[Callable[[ScriptedServer], LeanClient]]:
         await client.aclose()
 
 
-async def test_plain_requests_reuse_one_connection(lean: Callable[..., LeanClient]) -> None:
+async def test_plain_requests_reuse_one_connection(lean: Callable[..., Client]) -> None:
     async with ScriptedServer(json_answer(200, LEASE)) as server:
         client = lean(server)
-        lease = await client.get(LEASE_VIEWS, "node-1", namespace="kube-node-lease")
+        lease = await client.get(LEASES, "node-1", namespace="kube-node-lease")
         assert lease.metadata.resource_version == "7"
-        await client.update(LEASE_VIEWS, LEASE, field_manager="kubelet")
+        await client.update(LEASES, LEASE, field_manager="kubelet")
         assert server.connections == 1
         get, put = server.requests
         assert (get.method, get.target) == ("GET", ("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/"
@@ -131,15 +131,15 @@ async def test_plain_requests_reuse_one_connection(lean: Callable[..., LeanClien
     pytest.param(500, b"boom", InternalError, 'an error on the server ("boom")', id="not-json"),
     pytest.param(200, b"[1]", UnexpectedResponse, "JSON that is not an object", id="unexpected"),
 ])
-async def test_error_answers_raise_the_machinery_clients_errors(lean: Callable[..., LeanClient], code: int,
+async def test_error_answers_raise_the_machinery_clients_errors(lean: Callable[..., Client], code: int,
                                                                 body: Any, error: type[Exception],
                                                                 message: str) -> None:
     async with ScriptedServer(json_answer(code, body)) as server:
         with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
-            await lean(server).get(LEASE_VIEWS, "x", namespace="default")
+            await lean(server).get(LEASES, "x", namespace="default")
 
 
-async def test_a_connection_the_server_closed_is_replaced_once(lean: Callable[..., LeanClient]) -> None:
+async def test_a_connection_the_server_closed_is_replaced_once(lean: Callable[..., Client]) -> None:
     calls = 0
 
     async def answer_then_hang_up(request: Request, writer: asyncio.StreamWriter) -> bool:
@@ -150,20 +150,20 @@ async def test_a_connection_the_server_closed_is_replaced_once(lean: Callable[..
 
     async with ScriptedServer(answer_then_hang_up) as server:
         client = lean(server)
-        await client.get(LEASE_VIEWS, "node-1", namespace="kube-node-lease")
-        await client.get(LEASE_VIEWS, "node-1", namespace="kube-node-lease")
+        await client.get(LEASES, "node-1", namespace="kube-node-lease")
+        await client.get(LEASES, "node-1", namespace="kube-node-lease")
         assert (calls, server.connections) == (2, 2)
 
 
-async def test_connection_close_is_honoured(lean: Callable[..., LeanClient]) -> None:
+async def test_connection_close_is_honoured(lean: Callable[..., Client]) -> None:
     async with ScriptedServer(json_answer(200, LEASE, close=True)) as server:
         client = lean(server)
         for _ in range(3):
-            await client.get(LEASE_VIEWS, "node-1", namespace="kube-node-lease")
+            await client.get(LEASES, "node-1", namespace="kube-node-lease")
         assert server.connections == 3
 
 
-async def test_at_most_max_connections_are_open(lean: Callable[..., LeanClient]) -> None:
+async def test_at_most_max_connections_are_open(lean: Callable[..., Client]) -> None:
     gate = asyncio.Event()
 
     async def slow(request: Request, writer: asyncio.StreamWriter) -> bool:
@@ -172,7 +172,7 @@ async def test_at_most_max_connections_are_open(lean: Callable[..., LeanClient])
 
     async with ScriptedServer(slow) as server:
         client = lean(server, max_connections=2)
-        calls = [asyncio.create_task(client.get(LEASE_VIEWS, "node-1", namespace="kube-node-lease"))
+        calls = [asyncio.create_task(client.get(LEASES, "node-1", namespace="kube-node-lease"))
                  for _ in range(5)]
         async with asyncio.timeout(5):
             while len(server.requests) < 2:

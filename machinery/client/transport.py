@@ -1,13 +1,11 @@
-"""A lean HTTP/1.1 client for a busy talker to one APIServer: keep-alive connections on asyncio streams.
+"""A lean HTTP/1.1 transport for httpx: keep-alive connections on asyncio streams.
 
-Why it exists: one kubelet_sim process renews 500 Leases a second and writes
-Pod statuses and Events on top. Measured on the project's 2-core machines, a
-request through :class:`machinery.client.Client` costs the client 1 to 3 ms of
-CPU with httpx's default transport (httpcore rescans its whole pool for every
-request and retries a failed ``import sniffio`` each time), about 0.45 ms with
-the :class:`LeanTransport` below (httpx still parses each URL several times and
-builds cookie jars), and under 0.1 ms through :class:`LeanClient`, which sends
-plain requests itself. At 5,000 nodes that difference is most of a core.
+Why it exists: the components talk to one APIServer, hard (one kubelet_sim
+renews 500 Leases a second; the scheduler binds hundreds of Pods a second).
+Measured on the project's 2-core machines, httpx's default transport
+(httpcore) costs the client 1 to 3 ms of CPU per request under that load: it
+rescans its whole pool for every request and retries a failed
+``import sniffio`` each time. This one costs a tenth of that.
 
 - :class:`ConnectionPool`: idle connections per server, one exchange per
   connection at a time, bodies framed by Content-Length, chunks or close. A
@@ -16,10 +14,6 @@ plain requests itself. At 5,000 nodes that difference is most of a core.
   as HTTP clients do. Idle connections older than :data:`MAX_IDLE` are dropped.
 - :class:`LeanTransport`: the pool as an httpx transport (streams included:
   watches and log follows are read lazily).
-- :class:`LeanClient`: machinery's :class:`~machinery.client.Client` whose
-  plain requests (get, create, update, patch, delete, bind) go straight to the
-  pool; watches go through httpx on the same pool. Errors, decoding and
-  metrics are the machinery client's own.
 
 Errors are httpx's (``ConnectError``, ``ReadError``, ``RemoteProtocolError``,
 ``ConnectTimeout``, ``ReadTimeout``...), so callers' retry rules apply unchanged.
@@ -34,18 +28,12 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Final
-from urllib.parse import urlencode, urlsplit
+from typing import Final
+from urllib.parse import urlsplit
 
 import httpx
-import orjson
-
-from machinery import metrics
-from machinery.client import Client, ClientConfig, UnexpectedResponse
-from machinery.client.errors import error_from_response
-from machinery.client.objects import TypedResource
 
 #: Seconds an idle connection may wait for reuse: below the usual keep-alive timeouts (uvicorn's is 5 s).
 MAX_IDLE: Final = 4.0
@@ -281,61 +269,6 @@ class _Stream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self._reply.close(complete=self._complete)
-
-
-# --- the client ---------------------------------------------------------------------------------------
-
-
-class LeanClient(Client):
-    """machinery's :class:`~machinery.client.Client`, with plain requests sent straight on a connection pool.
-
-    Everything but watches funnels through ``Client._request``; this class
-    replaces that one step (building the request bytes itself instead of with
-    httpx) and keeps the rest: URLs from the resource table, typed errors,
-    decoding, ``rest_client_requests_total``.
-    """
-
-    def __init__(self, config: ClientConfig, *, user_agent: str = "kubesim", max_connections: int = 256,
-                 timeout: float = 60.0) -> None:
-        self._pool = ConnectionPool(max_connections=max_connections)
-        super().__init__(config, user_agent=user_agent, max_connections=max_connections, timeout=timeout,
-                         transport=LeanTransport(self._pool))
-        server = urlsplit(config.server)
-        self._origin = origin_of(config.server)
-        self._prefix = server.path.rstrip("/")
-        headers = {"Host": server.netloc, "Accept": "application/json", "User-Agent": user_agent}
-        if config.token:
-            headers["Authorization"] = f"Bearer {config.token}"
-        self._headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-        self._timeouts = Timeouts(5.0, timeout, timeout)
-
-    async def _request(self, method: str, resource: TypedResource[Any], path: str, *,
-                       params: Mapping[str, str] | None = None, body: Mapping[str, Any] | None = None,
-                       content: bytes | None = None, content_type: str = "application/json",
-                       name: str = "") -> dict[str, Any]:
-        if body is not None:
-            content = orjson.dumps(body)
-        target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
-        head = f"{method} {target} HTTP/1.1\r\n{self._headers}"
-        if content is not None:
-            head += f"Content-Type: {content_type}\r\nContent-Length: {len(content)}\r\n"
-        reply = await self._pool.exchange(self._origin, (head + "\r\n").encode(), content or b"",
-                                          self._timeouts)
-        data = reply.content or b""
-        metrics.REST_CLIENT_REQUESTS.labels(str(reply.code), method).inc()
-        if not 200 <= reply.code < 300:
-            retry_after = (reply.header(b"retry-after") or b"").decode("latin-1")
-            raise error_from_response(reply.code, data, method=method, group_resource=resource.group_resource,
-                                      name=name,
-                                      retry_after=int(retry_after) if retry_after.isdigit() else None)
-        try:
-            decoded = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise UnexpectedResponse(f"{method} {path} answered {reply.code} with a body that is not JSON: "
-                                     f"{data[:200]!r}") from None
-        if not isinstance(decoded, dict):
-            raise UnexpectedResponse(f"{method} {path} answered with JSON that is not an object")
-        return decoded
 
 
 # --- reading answers ----------------------------------------------------------------------------------

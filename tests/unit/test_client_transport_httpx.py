@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from machinery.client import Client, ClientConfig, Conflict
-from scheduler.transport import PlainHTTPTransport
+from machinery.client.transport import LeanTransport
 
 Reply = Callable[[str, bytes, asyncio.StreamWriter], Awaitable[bool]]
 
@@ -73,7 +73,7 @@ def json_reply(text: bytes, *, close: bool = False) -> Reply:
 
 async def test_keep_alive_reuses_one_connection(serve: Callable[[Reply], Awaitable[Server]]) -> None:
     server = await serve(json_reply(b'{"kind": "Status", "status": "Success"}'))
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url=server.url) as client:
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url=server.url) as client:
         for _ in range(3):
             response = await client.post("/x", json={"a": 1})
             assert response.status_code == 200 and response.json()["status"] == "Success"
@@ -82,7 +82,7 @@ async def test_keep_alive_reuses_one_connection(serve: Callable[[Reply], Awaitab
 
 async def test_connection_close_is_honoured(serve: Callable[[Reply], Awaitable[Server]]) -> None:
     server = await serve(json_reply(b"{}", close=True))
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url=server.url) as client:
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url=server.url) as client:
         for _ in range(2):
             assert (await client.get("/x")).status_code == 200
     assert server.connections == 2
@@ -100,7 +100,7 @@ async def test_an_idle_connection_the_server_closed_is_replaced(serve: Callable[
         return False
 
     server = await serve(once_per_connection)
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url=server.url) as client:
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url=server.url) as client:
         assert (await client.post("/x", content=b"1")).status_code == 200
         await asyncio.sleep(0)
         assert (await client.post("/x", content=b"2")).status_code == 200
@@ -120,7 +120,7 @@ async def test_chunked_streams_arrive_piece_by_piece(serve: Callable[[Reply], Aw
         return True
 
     server = await serve(chunks)
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url=server.url) as client:
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url=server.url) as client:
         async with client.stream("GET", "/watch") as response:
             pieces = response.aiter_bytes()
             assert await anext(pieces) == b'{"type":"ADDED"}\n'
@@ -133,7 +133,7 @@ async def test_chunked_streams_arrive_piece_by_piece(serve: Callable[[Reply], Aw
 
 
 async def test_a_refused_connection_is_a_connect_error() -> None:
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url="http://127.0.0.1:9") as client:
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url="http://127.0.0.1:9") as client:
         with pytest.raises(httpx.ConnectError):
             await client.get("/x")
 
@@ -144,7 +144,7 @@ async def test_a_silent_server_times_out(serve: Callable[[Reply], Awaitable[Serv
         return False
 
     server = await serve(never)
-    async with httpx.AsyncClient(transport=PlainHTTPTransport(), base_url=server.url,
+    async with httpx.AsyncClient(transport=LeanTransport(), base_url=server.url,
                                  timeout=httpx.Timeout(5.0, read=0.2)) as client:
         with pytest.raises(httpx.ReadTimeout):
             await client.get("/x")
@@ -157,6 +157,6 @@ async def test_the_shared_client_works_over_it(serve: Callable[[Reply], Awaitabl
         return True
 
     server = await serve(conflict)
-    async with Client(ClientConfig(server.url), transport=PlainHTTPTransport()) as client:
+    async with Client(ClientConfig(server.url), transport=LeanTransport()) as client:
         with pytest.raises(Conflict):
             await client.bind("default", "web", "n1")
