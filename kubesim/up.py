@@ -13,6 +13,7 @@ Single-threaded: one loop follows the logs and checks the children.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import time
@@ -45,6 +46,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="use this running etcd (comma-separated URLs) instead of starting one")
     p.add_argument("--data-dir", type=Path, default=Path(".kubesim"),
                    help="etcd data, kubeconfig and logs go here (default .kubesim)")
+    p.add_argument("--nodes", type=int, default=None,
+                   help="how many simulated nodes kubelet_sim runs (default: the node profile's, 3)")
+    p.add_argument("--node-profile", type=Path, default=None,
+                   help="a kubelet_sim node profile YAML (capacity, labels, taints, timings)")
+    p.add_argument("--scheduler-config", type=Path, default=None,
+                   help="a KubeSchedulerConfiguration file for the scheduler")
+    p.add_argument("--apiserver-arg", action="append", default=[], metavar="FLAG",
+                   help="an extra flag for the APIServer (repeatable), e.g. --apiserver-arg=--event-ttl=10m")
     p.add_argument("--no-color", action="store_true", help="do not colour the component prefixes")
     p.add_argument("--quiet", action="store_true", help="do not copy component logs to the terminal")
 
@@ -130,9 +139,25 @@ class Supervisor:
         self.stopping = True
         for child in reversed(self.children):
             child.proc.stop()
+        (self.data_dir / "components.json").unlink(missing_ok=True)
         self.follow_logs()
 
     # --- the cluster ---------------------------------------------------------------------------
+
+    def components(self, kubeconfig: Path) -> list[tuple[str, str, list[str]]]:
+        """(name, module, extra flags) of each component, in start order."""
+        args = self.args
+        scheduler: list[str] = ["--config", str(args.scheduler_config)] if args.scheduler_config else []
+        kubelet: list[str] = []
+        if args.nodes is not None:
+            kubelet += ["--nodes", str(args.nodes)]
+        if args.node_profile is not None:
+            kubelet += ["--node-profile", str(args.node_profile)]
+        return [
+            ("controller-manager", "controller_manager", []),
+            ("scheduler", "scheduler", scheduler),
+            ("kubelet", "kubelet_sim", kubelet),
+        ]
 
     def run(self) -> int:
         args = self.args
@@ -152,11 +177,21 @@ class Supervisor:
             self.say(f"kubesim: starting etcd on 127.0.0.1:{args.etcd_port} (data in {self.data_dir / 'etcd'})")
             self.start(etcd)
             etcd_servers = f"http://{procs.LOOPBACK}:{args.etcd_port}"
-        api = procs.apiserver_process(etcd_servers, port=args.port, log_path=self.logs / "apiserver.log")
+        api = procs.apiserver_process(etcd_servers, port=args.port, log_path=self.logs / "apiserver.log",
+                                      extra_args=args.apiserver_arg)
         self.say(f"kubesim: starting the APIServer on http://{procs.LOOPBACK}:{args.port}")
         self.start(api)
         url = f"http://{procs.LOOPBACK}:{args.port}"
         kubeconfig = write_kubeconfig(self.data_dir / "kubeconfig", url)
+        health_ports: dict[str, int] = {}
+        for name, module, extra in self.components(kubeconfig):
+            health = health_ports[name] = procs.free_port()
+            self.say(f"kubesim: starting {name}")
+            self.start(procs.python_module(
+                module, ["--kubeconfig", str(kubeconfig), "--health-port", str(health), *extra], name=name,
+                log_path=self.logs / f"{name}.log", ready_url=f"http://{procs.LOOPBACK}:{health}/readyz"))
+        # `kubesim status` checks these processes' health endpoints.
+        (self.data_dir / "components.json").write_text(json.dumps(health_ports))
         self.say("")
         self.say(f"kubesim is up. API: {url}")
         self.say(f"kubeconfig: {kubeconfig}")

@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         try:
             result = SCENARIOS[name](args)
-        except Exception as e:  # a failed scenario is a row in the table, not a crash
+        except Exception as e:  # noqa: BLE001 - a failed scenario is a row in the table, not a crash
             traceback.print_exc(file=sys.stderr)
             result = ScenarioResult(name, error=f"{type(e).__name__}: {e}")
         result.seconds = result.seconds or time.perf_counter() - started
