@@ -269,8 +269,8 @@ def _step9(annotations: dict[str, str], scheduled: dict[str, Any] | None, failed
 # --- output ------------------------------------------------------------------------------
 
 def render(steps: list[Step], title: str) -> str:
-    lines = [title, "TIME is since step 2, to the second for creation and condition times (Kubernetes' Time), "
-             "to the microsecond for Events.", ""]
+    lines = [title, ("TIME is since step 2, to the second for creation and condition times (Kubernetes' Time), "
+                     "to the microsecond for Events."), ""]
     rows = [("STEP", "COMPONENT", "WHAT", "TIME", "RV")]
     for s in steps:
         when = "-" if s.seconds is None else f"{s.seconds:+.3f}s"
