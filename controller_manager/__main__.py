@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from controller_manager.app import COMPONENT, LEASE_NAME, add_flags, main
 from machinery import process
 
+DESCRIPTION = ("kubesim's kube-controller-manager: the replication, garbage collection, namespace, "
+               "node lifecycle and taint eviction controllers.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The controller-manager's flags (what docker-compose.yml and kubesim up pass are checked against it)."""
+    return process.build_parser(COMPONENT, description=DESCRIPTION, lease_name=LEASE_NAME, add_flags=add_flags)
+
+
 if __name__ == "__main__":
-    sys.exit(process.run(
-        COMPONENT, main, lease_name=LEASE_NAME, add_flags=add_flags,
-        description="kubesim's kube-controller-manager: the replication, garbage collection, namespace, "
-                    "node lifecycle and taint eviction controllers."))
+    sys.exit(process.run(COMPONENT, main, lease_name=LEASE_NAME, add_flags=add_flags, description=DESCRIPTION))

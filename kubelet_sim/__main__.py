@@ -21,6 +21,8 @@ import argparse
 import asyncio
 import dataclasses
 import functools
+import ipaddress
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -44,15 +46,25 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                         help="A node profile YAML: node groups (names, capacity, labels, taints, zones) "
                              "and timings (default: the profile packaged with kubelet_sim).")
     parser.add_argument("--kubelet-port", type=process.port_arg, default=0, metavar="PORT",
-                        help="Port of the kubelet API (container logs, node stop/start) on 127.0.0.1; "
-                             "0 picks a free one (default: 0).")
+                        help="Port of the kubelet API (container logs, node stop/start); 0 picks a free one "
+                             "(default: 0).")
+    parser.add_argument("--bind-address", default="127.0.0.1", metavar="ADDRESS",
+                        help="Address the kubelet API listens on (default: 127.0.0.1; 0.0.0.0 in a container).")
+    parser.add_argument("--node-ip", type=_node_ip, default="127.0.0.1", metavar="IP",
+                        help="The nodes' InternalIP, where the APIServer reaches the kubelet API for logs; "
+                             "'auto' takes this host's address (default: 127.0.0.1).")
     parser.add_argument("--node-lease-renew-interval", type=_duration, default=None, metavar="DURATION",
                         help="How often each node renews its Lease in kube-node-lease "
                              "(default: the profile's, 10s).")
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """kubelet_sim's flags (what docker-compose.yml and kubesim up pass are checked against it)."""
+    return process.build_parser(COMPONENT, description=DESCRIPTION, add_flags=add_flags)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = process.build_parser(COMPONENT, description=DESCRIPTION, add_flags=add_flags)
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         profile = load_profile(args.node_profile)
@@ -73,14 +85,15 @@ async def run(rt: process.Runtime, *, planned: Sequence[PlannedNode], timings: T
     pod_informer = informers.informer(POD_VIEWS, field_selector=selector,
                                       indexers={NODE_NAME_INDEX: index_pod_by_node_name})
     node_informer = informers.informer(NODE_VIEWS)
-    nodes = NodeManager(client, events, planned, timings=timings, on_active=lambda node: pods.node_active(node))
+    nodes = NodeManager(client, events, planned, timings=timings, on_active=lambda node: pods.node_active(node),
+                        node_ip=rt.args.node_ip)
     pods = PodManager(client, pod_informer.store, nodes.nodes, timings=timings,
                       heartbeats_on_time=nodes.heartbeats_on_time)
     node_informer.add_handler(on_add=nodes.on_node, on_update=lambda _old, new: nodes.on_node(new),
                               on_delete=nodes.on_node_deleted)
     rt.add_readiness_check("nodes-registered", lambda: nodes.all_registered)
     server = KubeletServer(pods, nodes)
-    port = await server.start(rt.args.kubelet_port)
+    port = await server.start(rt.args.kubelet_port, rt.args.bind_address)
     try:
         await informers.wait_for_cache_sync()
         pod_informer.add_handler(on_add=pods.on_pod, on_update=lambda _old, new: pods.on_pod(new),
@@ -90,6 +103,20 @@ async def run(rt: process.Runtime, *, planned: Sequence[PlannedNode], timings: T
             group.create_task(pods.run(), name="pod-status")
     finally:
         await server.close()
+
+
+def _node_ip(text: str) -> str:
+    """An IP address, or ``auto``: the address this host's name resolves to (a container's own)."""
+    if text == "auto":
+        try:
+            text = socket.gethostbyname(socket.gethostname())
+        except OSError as err:
+            raise argparse.ArgumentTypeError(f"cannot find this host's address: {err}") from None
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
+    return text
 
 
 def _positive(text: str) -> int:

@@ -169,6 +169,8 @@ class SimNode:
     recorder: EventRecorder
     #: The node's allocatable in milli-units (shared between the nodes of a group; never mutated).
     allocatable: ResourceList
+    #: The node's InternalIP (and its Pods' hostIP): where the APIServer reaches this process.
+    ip: str = NODE_IP
     uid: str = ""
     registered: bool = False
     stopped: bool = False
@@ -257,7 +259,7 @@ def node_status(node: SimNode, port: int, now: str) -> tuple[dict[str, Any], lis
         "capacity": dict(group.capacity),
         "allocatable": dict(group.allocatable),
         "conditions": conditions,
-        "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": node.name}],
+        "addresses": [{"type": "InternalIP", "address": node.ip}, {"type": "Hostname", "address": node.name}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
         "nodeInfo": node_info(node),
     }
@@ -315,7 +317,7 @@ class NodeManager:
 
     def __init__(self, client: Client, events: EventBroadcaster, planned: Iterable[PlannedNode], *,
                  timings: Timings, on_active: Callable[[SimNode], None], clock: Clock | None = None,
-                 registration_workers: int = 32) -> None:
+                 registration_workers: int = 32, node_ip: str = NODE_IP) -> None:
         self._client = client
         self._timings = timings
         self._on_active = on_active
@@ -326,7 +328,7 @@ class NodeManager:
         self.nodes: dict[str, SimNode] = {}
         for index, p in enumerate(planned):
             shared = allocatable.setdefault(id(p.group), resource_list(p.group.allocatable))
-            self.nodes[p.name] = SimNode(p, index, events.recorder(EVENT_SOURCE, p.name), shared,
+            self.nodes[p.name] = SimNode(p, index, events.recorder(EVENT_SOURCE, p.name), shared, ip=node_ip,
                                          labels=p.labels, taints=tuple(p.group.taints))
         self._registrations: WorkQueue[str] = WorkQueue(
             "node-registration", rate_limiter=ItemExponentialFailureRateLimiter(_RETRY_BASE, _RETRY_MAX),

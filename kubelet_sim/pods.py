@@ -50,7 +50,7 @@ import httpx
 import orjson
 from kubernetes.client import V1ObjectReference
 
-from kubelet_sim.node import FIELD_MANAGER, NODE_IP, SimNode, ThrottledWarnings
+from kubelet_sim.node import FIELD_MANAGER, SimNode, ThrottledWarnings
 from kubelet_sim.profile import LABEL_OS, Timings
 from kubelet_sim.runtime import (
     KILLED_EXIT_CODE,
@@ -345,8 +345,8 @@ def pod_status(pod: SimPod, now: str) -> dict[str, Any]:
         "phase": pod.phase,
         "conditions": pod_conditions(pod, now),
         "$setElementOrder/conditions": [{"type": t} for t in CONDITION_ORDER],
-        "hostIP": NODE_IP,
-        "hostIPs": [{"ip": NODE_IP}],
+        "hostIP": pod.node.ip,
+        "hostIPs": [{"ip": pod.node.ip}],
         "startTime": pod.start_time,
         "containerStatuses": sorted((c.status_wire() for c in pod.containers), key=lambda s: s["name"]),
     }
@@ -512,7 +512,7 @@ class PodManager:
         pod.sandbox_ready = bool(pod.pod_ip) and pod.phase not in TERMINAL_PHASES
         if pod.phase not in TERMINAL_PHASES:
             self._hold(pod)
-            if pod.pod_ip and node.addresses is not None and pod.pod_ip != NODE_IP:
+            if pod.pod_ip and node.addresses is not None and pod.pod_ip != node.ip:
                 node.addresses.reserve(pod.pod_ip)
         pod.written = hash(orjson.dumps(pod_status(pod, now_time())))
         log.debug("adopted %s on %s (phase %s)", pod.key, node.name, pod.phase)
@@ -746,7 +746,7 @@ class PodManager:
 
     def _allocate_ip(self, pod: SimPod) -> str:
         if pod.view.spec.host_network:
-            return NODE_IP
+            return pod.node.ip
         addresses = pod.node.addresses
         address = addresses.allocate() if addresses is not None else None
         if address is None:

@@ -66,11 +66,11 @@ class KubeletServer:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
-    async def start(self, port: int = 0) -> int:
-        """Listen on 127.0.0.1:``port`` (0: a free one); returns the port."""
-        self._server = await asyncio.start_server(self._accept, LOOPBACK, port)
+    async def start(self, port: int = 0, host: str = LOOPBACK) -> int:
+        """Listen on ``host``:``port`` (0: a free one); returns the port."""
+        self._server = await asyncio.start_server(self._accept, host, port)
         bound: int = self._server.sockets[0].getsockname()[1]
-        log.info("serving the kubelet API (container logs, node stop/start) on http://%s:%d", LOOPBACK, bound)
+        log.info("serving the kubelet API (container logs, node stop/start) on http://%s:%d", host, bound)
         return bound
 
     @property

@@ -58,6 +58,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="do not copy component logs to the terminal")
 
 
+def component_commands(args: argparse.Namespace, master: str) -> list[tuple[str, str, list[str]]]:
+    """(name, module, flags) of each component, in start order (``--health-port`` is added per run).
+
+    docker-compose.yml starts the same programs with the same flags (a test checks it), plus
+    the ones a container needs to be reached at its own address.
+    """
+    scheduler = [f"--config={args.scheduler_config}"] if args.scheduler_config else []
+    kubelet = [f"--nodes={args.nodes}"] if args.nodes is not None else []
+    if args.node_profile is not None:
+        kubelet.append(f"--node-profile={args.node_profile}")
+    return [
+        ("controller-manager", "controller_manager", [f"--master={master}"]),
+        ("scheduler", "scheduler", [f"--master={master}", *scheduler]),
+        ("kubelet", "kubelet_sim", [f"--master={master}", *kubelet]),
+    ]
+
+
 class Supervisor:
     def __init__(self, args: argparse.Namespace, out: TextIO = sys.stdout) -> None:
         self.args = args
@@ -144,21 +161,6 @@ class Supervisor:
 
     # --- the cluster ---------------------------------------------------------------------------
 
-    def components(self, kubeconfig: Path) -> list[tuple[str, str, list[str]]]:
-        """(name, module, extra flags) of each component, in start order."""
-        args = self.args
-        scheduler: list[str] = ["--config", str(args.scheduler_config)] if args.scheduler_config else []
-        kubelet: list[str] = []
-        if args.nodes is not None:
-            kubelet += ["--nodes", str(args.nodes)]
-        if args.node_profile is not None:
-            kubelet += ["--node-profile", str(args.node_profile)]
-        return [
-            ("controller-manager", "controller_manager", []),
-            ("scheduler", "scheduler", scheduler),
-            ("kubelet", "kubelet_sim", kubelet),
-        ]
-
     def run(self) -> int:
         args = self.args
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -184,11 +186,11 @@ class Supervisor:
         url = f"http://{procs.LOOPBACK}:{args.port}"
         kubeconfig = write_kubeconfig(self.data_dir / "kubeconfig", url)
         health_ports: dict[str, int] = {}
-        for name, module, extra in self.components(kubeconfig):
+        for name, module, argv in component_commands(args, url):
             health = health_ports[name] = procs.free_port()
             self.say(f"kubesim: starting {name}")
             self.start(procs.python_module(
-                module, ["--kubeconfig", str(kubeconfig), "--health-port", str(health), *extra], name=name,
+                module, [*argv, f"--health-port={health}"], name=name,
                 log_path=self.logs / f"{name}.log", ready_url=f"http://{procs.LOOPBACK}:{health}/readyz"))
         # `kubesim status` checks these processes' health endpoints.
         (self.data_dir / "components.json").write_text(json.dumps(health_ports))

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from machinery.process import Runtime, run
+from machinery.process import build_parser as process_build_parser
 from scheduler.framework.runtime import FrameworkError
 from scheduler.profile import ConfigError, SchedulerConfig, default_config, load_config
 from scheduler.scheduler import Scheduler, check_profiles
@@ -42,6 +43,12 @@ async def _main(rt: Runtime) -> None:
     scheduler = Scheduler(client=rt.client, informers=rt.informers, events=rt.events,
                           config=rt.args.config or default_config(), is_leading=lambda: rt.is_leading)
     await rt.lead(scheduler.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The scheduler's flags (what docker-compose.yml and kubesim up pass are checked against it)."""
+    return process_build_parser("scheduler", description=DESCRIPTION, lease_name="kube-scheduler",
+                                add_flags=_add_flags)
 
 
 def main(argv: list[str] | None = None) -> int:
