@@ -9,6 +9,8 @@ Rules this module keeps:
   process id also stops anything it spawned;
 - ``stop()`` sends SIGTERM, waits, then SIGKILLs: a stop never leaves a process
   behind and never hangs;
+- children die with their parent (Linux's parent-death signal), so even a parent
+  killed with SIGKILL (a test run cut short) leaves nothing running;
 - only 127.0.0.1 is used.
 
 Synchronous on purpose: it is called from CLI code and pytest fixtures, not
@@ -91,6 +93,12 @@ def tail(path: Path, lines: int = 20) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
+#: A prefix that makes the child get SIGKILL when its parent dies: util-linux's setpriv sets
+#: Linux's parent-death signal, then execs the program (the setting survives the exec). A
+#: preexec_fn could do the same but is unsafe in a process with threads.
+_DIE_WITH_PARENT: list[str] = (["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else [])
+
+
 class ManagedProcess:
     """A child process with a log file, a readiness check, and a stop that always works."""
 
@@ -118,7 +126,7 @@ class ManagedProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child from now on
         try:
             self.proc = subprocess.Popen(
-                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [*_DIE_WITH_PARENT, *self.argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, cwd=self.cwd, start_new_session=True,
             )
         finally:
