@@ -6,10 +6,12 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Self
 
 import httpx
+
+from tests import harness
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = None,
@@ -107,3 +109,80 @@ class WatchReader:
 def names(events: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
     for ev in events:
         yield ev["type"], ev["object"].get("metadata", {}).get("name", "")
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    """Running with the Ready condition True, as ``kubectl wait --for=condition=Ready`` would see it."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or ())
+
+
+def node_of(pod: dict[str, Any]) -> str:
+    return str(pod["spec"].get("nodeName") or "")
+
+
+class NamespaceReader:
+    """Reads one namespace's Pods and Events through the HTTP API, and waits on them with deadlines."""
+
+    def __init__(self, api: httpx.Client, name: str, timeout: float = 30.0) -> None:
+        self.api = api
+        self.name = name
+        self.timeout = timeout
+
+    def get(self, resource: str, name: str) -> dict[str, Any] | None:
+        """One object (``resource`` is the plural, e.g. ``pods``), or None when it does not exist."""
+        r = self.api.get(f"/api/v1/namespaces/{self.name}/{resource}/{name}")
+        if r.status_code == 404:
+            return None
+        r.raise_for_status()
+        return dict(r.json())
+
+    def pod(self, name: str) -> dict[str, Any]:
+        found = self.get("pods", name)
+        assert found is not None, f"Pod {self.name}/{name} does not exist"
+        return found
+
+    def pods(self, selector: str | None = None, *, terminating: bool = False) -> list[dict[str, Any]]:
+        """The Pods sorted by name; without ``terminating``, those being deleted are left out."""
+        r = self.api.get(f"/api/v1/namespaces/{self.name}/pods",
+                         params={"labelSelector": selector} if selector else {})
+        r.raise_for_status()
+        return sorted((p for p in r.json()["items"] if terminating or not p["metadata"].get("deletionTimestamp")),
+                      key=lambda p: p["metadata"]["name"])
+
+    def events(self, *, name: str | None = None, reason: str | None = None) -> list[dict[str, Any]]:
+        fields = [f"{key}={value}" for key, value in (("involvedObject.name", name), ("reason", reason)) if value]
+        r = self.api.get(f"/api/v1/namespaces/{self.name}/events",
+                         params={"fieldSelector": ",".join(fields)} if fields else {})
+        r.raise_for_status()
+        return list(r.json()["items"])
+
+    def wait_running(self, selector: str, count: int) -> list[dict[str, Any]]:
+        """Waits until exactly ``count`` Pods match, all Running and Ready, and returns them."""
+        def settled() -> list[dict[str, Any]] | None:
+            pods = self.pods(selector)
+            return pods if len(pods) == count and all(is_ready(p) for p in pods) else None
+        return self._wait(settled, f"{count} Ready Pods with {selector}")
+
+    def wait_event(self, name: str, reason: str) -> dict[str, Any]:
+        """The latest Event of this reason about the object, once there is one."""
+        found = self._wait(lambda: self.events(name=name, reason=reason), f"a {reason} Event about {name}")
+        return max(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+    def wait_unschedulable(self, name: str) -> str:
+        """The scheduler's FailedScheduling message for a Pod it could not place, checked against the Pod."""
+        event = self.wait_event(name, "FailedScheduling")
+        assert event["type"] == "Warning" and event["source"]["component"] == "default-scheduler"
+        pod = self.pod(name)
+        assert not node_of(pod) and pod["status"]["phase"] == "Pending"
+        [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
+        assert condition["message"] == event["message"]
+        return str(event["message"])
+
+    def wait_gone(self, name: str) -> None:
+        self._wait(lambda: self.get("pods", name) is None, f"Pod {name} to be deleted")
+
+    def _wait(self, predicate: Callable[[], Any], what: str) -> Any:
+        return harness.wait_for(predicate, timeout=self.timeout, message=f"{what} in {self.name}")

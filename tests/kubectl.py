@@ -6,8 +6,10 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
 ALL_VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
@@ -45,3 +47,7 @@ class Kubectl:
 
     def __call__(self, *args: str, input: str | None = None) -> str:
         return self.run(*args, input=input).stdout
+
+    def apply(self, *objects: dict[str, Any]) -> str:
+        """``kubectl apply -f -`` of the objects, written as a YAML manifest."""
+        return self("apply", "-f", "-", input=yaml.safe_dump_all(objects, sort_keys=False))

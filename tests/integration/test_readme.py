@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.kubectl]
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-_FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n((?:<!-- expect: [^\n]* -->\n)*)", re.S | re.M)
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n((?:<!-- expect: [^\n]* -->\n)*)", re.DOTALL | re.MULTILINE)
 
 
 @dataclass
@@ -122,6 +122,6 @@ def test_every_readme_command_runs_and_prints_what_it_says(live: tuple[Path, int
             ran += 1
         output = "".join(outputs)
         for expect in block.expects:
-            assert re.search(expect, output, re.M), f"expected /{expect}/ in the output of:\n" \
+            assert re.search(expect, output, re.MULTILINE), f"expected /{expect}/ in the output of:\n" \
                                                     f"{block.commands}\n---\n{output}"
     assert ran >= 40
