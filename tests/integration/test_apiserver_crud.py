@@ -396,3 +396,14 @@ def test_default_toleration_seconds_are_configurable() -> None:
         created = api.post("/api/v1/namespaces/default/pods", json=pod("tol")).json()
         seconds = {t["key"]: t["tolerationSeconds"] for t in created["spec"]["tolerations"]}
         assert seconds == {"node.kubernetes.io/not-ready": 300, "node.kubernetes.io/unreachable": 7}
+
+
+def test_deletecollection_with_a_selector(api: httpx.Client, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    for name, app in (("dc-a", "x"), ("dc-b", "x"), ("dc-c", "y")):
+        api.post(base, json=pod(name, labels={"app": app}))
+    r = api.delete(base, params={"labelSelector": "app=x"})
+    assert r.status_code == 200, r.text
+    assert r.json()["kind"] == "PodList"
+    assert sorted(p["metadata"]["name"] for p in r.json()["items"]) == ["dc-a", "dc-b"]
+    assert [p["metadata"]["name"] for p in api.get(base).json()["items"]] == ["dc-c"]

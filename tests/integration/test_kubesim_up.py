@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,19 @@ def _children_of(pid: int) -> set[int]:
                 changed = True
     found.discard(pid)
     return found
+
+
+def _pid_of(command: str, pids: set[int], *, missing_ok: bool = False) -> int | None:
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if command in cmdline:
+            return pid
+    if missing_ok:
+        return None
+    raise AssertionError(f"no process runs {command!r}")
 
 
 def _alive(pid: int) -> bool:
@@ -65,8 +79,25 @@ def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> Non
                                  capture_output=True, text=True, timeout=60, check=False)
             assert out.returncode == 0, out.stderr
             assert "kube-system" in out.stdout and "Active" in out.stdout
+        harness.wait_for((data / "components.json").exists, timeout=60, message="components started")
         children = _children_of(proc.pid)
-        assert len(children) >= 2, "etcd and the APIServer should be running"
+        assert len(children) >= 5, "etcd, the APIServer and the three components should be running"
+        status = subprocess.run([sys.executable, "-m", "kubesim", "status", "--data-dir", str(data)],
+                                capture_output=True, text=True, timeout=60, check=False,
+                                env={**os.environ, "KUBECONFIG": str(data / "kubeconfig")})
+        assert status.returncode == 0, status.stdout
+        assert re.search(r"^kubelets \(3 nodes\)\s+ok", status.stdout, re.M), status.stdout
+        assert re.search(r"^scheduler process\s+ok", status.stdout, re.M), status.stdout
+        # A component that dies is reported and restarted, the others untouched.
+        scheduler = _pid_of("python -m scheduler", children)
+        apiserver = _pid_of("python -m apiserver", children)
+        os.kill(scheduler, signal.SIGKILL)
+        restarted = harness.wait_for(
+            lambda: _pid_of("python -m scheduler", _children_of(proc.pid), missing_ok=True) not in (None, scheduler),
+            timeout=60, message="the scheduler restarted")
+        assert restarted
+        assert _alive(apiserver)
+        children = _children_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=60)
     finally:
@@ -75,6 +106,8 @@ def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> Non
             proc.wait(10)
     assert proc.returncode == 0, output
     assert f"API: {url}" in output
+    assert "kubesim: scheduler exited with code -9; its last lines:" in output
+    assert "kubesim: restarting scheduler" in output
     assert f"export KUBECONFIG={data.resolve() / 'kubeconfig'}" in output
     deadline = time.monotonic() + 10
     while any(_alive(p) for p in children) and time.monotonic() < deadline:
