@@ -24,7 +24,8 @@ from typing import Any, Final, Protocol
 from controller_manager import garbagecollector, namespace, nodelifecycle, tainteviction
 from controller_manager.context import ControllerContext, Options
 from controller_manager.controllers import replication
-from machinery.api.duration import format_duration, parse_duration
+from machinery import process
+from machinery.api.duration import format_duration
 from machinery.process import Runtime
 
 log = logging.getLogger(__name__)
@@ -92,13 +93,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
              "controller named 'foo', '-foo' disables the controller named 'foo'. All controllers: "
              f"{known}. Older names (replicationcontroller, garbagecollector, namespace, nodelifecycle) "
              "are accepted too. (default: *)")
-    parser.add_argument("--concurrent-rc-syncs", type=_positive_int, default=defaults.concurrent_rc_syncs,
+    parser.add_argument("--concurrent-rc-syncs", type=process.positive_int_arg, default=defaults.concurrent_rc_syncs,
                         metavar="N", help="The number of replication controllers that are allowed to sync "
                                           "concurrently (default: %(default)s).")
-    parser.add_argument("--concurrent-gc-syncs", type=_positive_int, default=defaults.concurrent_gc_syncs,
+    parser.add_argument("--concurrent-gc-syncs", type=process.positive_int_arg, default=defaults.concurrent_gc_syncs,
                         metavar="N", help="The number of garbage collector workers that are allowed to sync "
                                           "concurrently (default: %(default)s).")
-    parser.add_argument("--concurrent-namespace-syncs", type=_positive_int,
+    parser.add_argument("--concurrent-namespace-syncs", type=process.positive_int_arg,
                         default=defaults.concurrent_namespace_syncs, metavar="N",
                         help="The number of namespace objects that are allowed to sync concurrently "
                              "(default: %(default)s).")
@@ -119,7 +120,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
                         default=defaults.secondary_node_eviction_rate, metavar="RATE",
                         help="Number of nodes per second on which pods are deleted in case of node failure "
                              "when a zone is unhealthy (default: %(default)s).")
-    parser.add_argument("--large-cluster-size-threshold", type=_positive_int,
+    parser.add_argument("--large-cluster-size-threshold", type=process.positive_int_arg,
                         default=defaults.large_cluster_size_threshold, metavar="N",
                         help="Number of nodes from which node-lifecycle-controller treats the cluster as "
                              "large for the eviction logic purposes (default: %(default)s).")
@@ -159,28 +160,8 @@ async def main(rt: Runtime) -> None:
 
 
 def _duration_flag(parser: argparse.ArgumentParser, flag: str, default: float, help_text: str) -> None:
-    parser.add_argument(flag, type=_positive_duration, default=default, metavar="DURATION",
+    parser.add_argument(flag, type=process.positive_duration_arg, default=default, metavar="DURATION",
                         help=f"{help_text} (default: {format_duration(default)}).")
-
-
-def _positive_duration(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-    return seconds
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def _non_negative_float(text: str) -> float:

@@ -39,7 +39,7 @@ DESCRIPTION = "Simulated kubelets: registers nodes, renews their Leases, runs th
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=_positive, default=None, metavar="N",
+    parser.add_argument("--nodes", type=process.positive_int_arg, default=None, metavar="N",
                         help="How many nodes to simulate; the profile's node groups are scaled to N in "
                              "proportion (default: the profile's counts; 3 with the default profile).")
     parser.add_argument("--node-profile", metavar="FILE", default=None,
@@ -53,7 +53,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node-ip", type=_node_ip, default="127.0.0.1", metavar="IP",
                         help="The nodes' InternalIP, where the APIServer reaches the kubelet API for logs; "
                              "'auto' takes this host's address (default: 127.0.0.1).")
-    parser.add_argument("--node-lease-renew-interval", type=_duration, default=None, metavar="DURATION",
+    parser.add_argument("--node-lease-renew-interval", type=process.positive_duration_arg, default=None, metavar="DURATION",
                         help="How often each node renews its Lease in kube-node-lease "
                              "(default: the profile's, 10s).")
 
@@ -117,23 +117,6 @@ def _node_ip(text: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
     return text
-
-
-def _positive(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
-    return number
-
-
-def _duration(text: str) -> float:
-    seconds = process.duration_arg(text)
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
-    return seconds
 
 
 if __name__ == "__main__":

@@ -313,6 +313,25 @@ def duration_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def positive_duration_arg(text: str) -> float:
+    """An argparse type for a Go duration greater than zero."""
+    seconds = duration_arg(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return seconds
+
+
+def positive_int_arg(text: str) -> int:
+    """An argparse type for an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def bool_arg(text: str) -> bool:
     """Go's ``strconv.ParseBool``."""
     if text in ("1", "t", "T", "true", "TRUE", "True"):

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from machinery.api.names import go_quote
+
 
 class ErrorType(StrEnum):
     """The machine-readable ``reason`` of a Status cause."""
@@ -198,29 +200,6 @@ def render_value(value: object) -> str:
     if isinstance(value, str):
         return go_quote(value)
     return _go_json(value)
-
-
-_GO_ESCAPES: Final = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
-                      "\v": r"\v", "\\": r"\\", '"': r"\""}
-
-
-def go_quote(text: str) -> str:
-    """Go's ``strconv.Quote``: printable characters stay, the rest become Go escapes."""
-    out = ['"']
-    for ch in text:
-        escaped = _GO_ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _go_float(value: float) -> str:

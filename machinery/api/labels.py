@@ -30,7 +30,7 @@ from typing import Any, Final
 from kubernetes.client import V1LabelSelector
 from pydantic import BaseModel
 
-from machinery.api.names import is_qualified_name, is_valid_label_value
+from machinery.api.names import go_quote, is_qualified_name, is_valid_label_value
 
 
 class SelectorError(ValueError):
@@ -106,39 +106,15 @@ def _parse_go_int64(text: str) -> int | None:
 
 # --- Kubernetes' field.Error wording -------------------------------------------------------------
 
-_GO_ESCAPES: Final = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
-                      "\v": r"\v", '"': r"\"", "\\": r"\\"}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``strconv.Quote``, which Kubernetes uses to show a bad value in its messages."""
-    if text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    out = ['"']
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def _go_value(value: str | Sequence[str]) -> str:
     """A bad value as Go's ``field.Error`` prints it: ``%q`` for a string, ``%#v`` for a ``[]string``."""
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)
     if not value:
         # Kubernetes copies the values of an API object into a nil slice, so an
         # empty list reaches its message as a nil one.
         return "[]string(nil)"
-    return "[]string{" + ", ".join(_go_quote(v) for v in value) + "}"
+    return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
 
 
 def _child(path: str, name: str) -> str:
@@ -151,8 +127,8 @@ def _invalid(path: str, value: str | Sequence[str], detail: str) -> str:
 
 
 def _not_supported(path: str, value: str, supported: Iterable[str]) -> str:
-    choices = ", ".join(_go_quote(s) for s in supported)
-    return f"{path}: Unsupported value: {_go_quote(value)}: supported values: {choices}"
+    choices = ", ".join(go_quote(s) for s in supported)
+    return f"{path}: Unsupported value: {go_quote(value)}: supported values: {choices}"
 
 
 def _label_key_error(key: str, path: str) -> str | None:
@@ -347,7 +323,7 @@ class Selector:
             name = expr.get("operator", "")
             operator = _LABEL_SELECTOR_OPERATORS.get(name) if isinstance(name, str) else None
             if operator is None:
-                raise SelectorError(f"{_go_quote(str(name))} is not a valid label selector operator")
+                raise SelectorError(f"{go_quote(str(name))} is not a valid label selector operator")
             reqs.append(Requirement(_string(expr.get("key", "")), operator, _strings(expr.get("values"))))
         return cls(reqs)
 

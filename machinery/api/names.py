@@ -113,3 +113,27 @@ def is_valid_label_value(value: str) -> list[str]:
             "'_' or '.', and must start and end with an alphanumeric character",
             _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
+
+
+_GO_ESCAPES: Final = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",
+                      "\v": r"\v", "\\": r"\\", '"': r"\""}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote``, as Kubernetes' messages print values: printable characters stay,
+    the rest become Go escapes."""
+    out = ['"']
+    for ch in text:
+        escaped = _GO_ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
