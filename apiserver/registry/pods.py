@@ -40,6 +40,8 @@ def qos_class(spec: dict[str, Any]) -> str:
                 guaranteed = False
                 continue
             request = requests.get(name, limit)
+            if request == limit:
+                continue  # the same text (defaulting copies limits into missing requests)
             try:
                 if parse_quantity(request) != parse_quantity(limit):
                     guaranteed = False
