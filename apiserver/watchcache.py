@@ -48,6 +48,9 @@ log = logging.getLogger("apiserver.watchcache")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
+#: Entries of this APIServer's own writes kept until their watch events arrive.
+_OWN_WRITES_MAX: Final = 4096
+
 #: Queue length after which a watcher is considered too slow and ended with 410.
 DEFAULT_WATCHER_QUEUE: Final = 10_000
 
@@ -220,6 +223,8 @@ class WatchCache:
         self.watchers: set[Watcher] = set()
         self._advanced = asyncio.Condition()
         self._watch: Any = None
+        #: Entries this APIServer wrote, by key, until their watch event arrives.
+        self._own_writes: dict[str, Entry] = {}
 
     # --- keeping the cache current ---------------------------------------------------------
 
@@ -278,6 +283,17 @@ class WatchCache:
             self._watch.close()
             self._watch = None
 
+    def remember(self, entry: Entry) -> None:
+        """Keep an entry this process just wrote, so that its watch event needs no decoding.
+
+        The entry's bytes are exactly what the event will carry (the same stored value, the
+        same revision); its decoded object saves every selector-filtered watcher a decode.
+        Bounded: if events are lost (a relist), the oldest entries are forgotten.
+        """
+        self._own_writes[entry.key] = entry
+        if len(self._own_writes) > _OWN_WRITES_MAX:
+            del self._own_writes[next(iter(self._own_writes))]
+
     def request_progress(self) -> None:
         if self._watch is not None:
             self._watch.request_progress()
@@ -294,7 +310,9 @@ class WatchCache:
                 rv = ev.kv.mod_revision
                 cev = CacheEvent("DELETED", rv, at_revision(prev, rv), prev)
             else:
-                entry = decode(ev.kv)
+                # An object this APIServer just wrote arrives already decoded (see remember()).
+                own = self._own_writes.pop(key, None)
+                entry = own if own is not None and own.rv == ev.kv.mod_revision else decode(ev.kv)
                 rv = entry.rv
                 self.state[key] = entry
                 if prev is None:

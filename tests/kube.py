@@ -26,14 +26,15 @@ def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = N
     return body
 
 
-def rc(name: str, replicas: int = 1, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def rc(name: str, replicas: int = 1, labels: dict[str, str] | None = None, **template_spec: Any) -> dict[str, Any]:
+    """An RC selecting ``labels`` (default ``app=<name>``); ``template_spec`` adds to its Pods' spec."""
     labels = labels or {"app": name}
     return {
         "apiVersion": "v1", "kind": "ReplicationController",
         "metadata": {"name": name},
         "spec": {"replicas": replicas, "selector": labels,
                  "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}], **template_spec}}},
     }
 
 
@@ -163,11 +164,12 @@ class NamespaceReader:
         def settled() -> list[dict[str, Any]] | None:
             pods = self.pods(selector)
             return pods if len(pods) == count and all(is_ready(p) for p in pods) else None
-        return self._wait(settled, f"{count} Ready Pods with {selector}")
+        pods: list[dict[str, Any]] = self.wait(settled, f"{count} Ready Pods with {selector}")
+        return pods
 
     def wait_event(self, name: str, reason: str) -> dict[str, Any]:
         """The latest Event of this reason about the object, once there is one."""
-        found = self._wait(lambda: self.events(name=name, reason=reason), f"a {reason} Event about {name}")
+        found = self.wait(lambda: self.events(name=name, reason=reason), f"a {reason} Event about {name}")
         return max(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
 
     def wait_unschedulable(self, name: str) -> str:
@@ -182,7 +184,8 @@ class NamespaceReader:
         return str(event["message"])
 
     def wait_gone(self, name: str) -> None:
-        self._wait(lambda: self.get("pods", name) is None, f"Pod {name} to be deleted")
+        self.wait(lambda: self.get("pods", name) is None, f"Pod {name} to be deleted")
 
-    def _wait(self, predicate: Callable[[], Any], what: str) -> Any:
+    def wait(self, predicate: Callable[[], Any], what: str) -> Any:
+        """Polls ``predicate`` until it returns something truthy, and returns that."""
         return harness.wait_for(predicate, timeout=self.timeout, message=f"{what} in {self.name}")

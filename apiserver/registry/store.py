@@ -314,7 +314,7 @@ class Store:
                 raise errors.already_exists(self.ri, name) from None
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, obj, stored, rev)
+            return self._written(stamp(key, obj, stored, rev))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _ttl_lease(self) -> int:
@@ -392,7 +392,7 @@ class Store:
                 continue
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, new, stored, rev), False
+            return self._written(stamp(key, new, stored, rev)), False
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     async def _prepare_update(self, new: Obj, current: Entry, opts: WriteOptions) -> Obj | object | None:
@@ -500,7 +500,7 @@ class Store:
                 continue
             except StorageError as e:
                 raise storage_error(e) from e
-            return stamp(key, obj, stored, rev), False
+            return self._written(stamp(key, obj, stored, rev)), False
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     async def _delete_now(self, key: str, current: Entry, name: str) -> Entry:
@@ -524,6 +524,10 @@ class Store:
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     # --- helpers -----------------------------------------------------------------------------
+
+    def _written(self, entry: Entry) -> Entry:
+        self.cache.remember(entry)
+        return entry
 
     def _invalid(self, obj: Obj, errs: list[FieldError]) -> APIError:
         name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""

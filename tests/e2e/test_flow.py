@@ -20,11 +20,12 @@ import httpx
 import pytest
 
 from tests import harness
-from tests.kube import NamespaceReader, WatchReader, node_of
+from tests.kube import NamespaceReader, node_of
 from tests.kubectl import Kubectl
 
 pytestmark = pytest.mark.e2e
 
+UNREACHABLE = "node.kubernetes.io/unreachable"
 KUBELET_EVENTS = ["Pulling", "Pulled", "Created", "Started"]
 
 
@@ -48,37 +49,55 @@ def kubesim(cluster: harness.Cluster, *args: str) -> subprocess.CompletedProcess
                           capture_output=True, text=True, timeout=60, check=False)
 
 
-def step_lines(cluster: harness.Cluster, component: str, step: int, needle: str) -> list[str]:
-    """The component's ``[step N]`` log lines that mention ``needle``."""
+def logged(cluster: harness.Cluster, component: str, step: int, text: str) -> str:
+    """The component's ``[step N] ...`` log line containing ``text``, once it has been written."""
     proc = next(p for p in cluster.components if p.name == component)
     tag = f"[step {step}] "
-    return [line for line in proc.log_path.read_text(errors="replace").splitlines()
-            if tag in line and needle in line]
+
+    def find() -> str | None:
+        lines = proc.log_path.read_text(errors="replace").splitlines()
+        return next((line for line in lines if tag in line and text in line), None)
+    return str(harness.wait_for(find, message=f"{component} to log {tag}{text}"))
 
 
-def first_rv(events: list[dict[str, Any]], name: str, predicate: Any) -> int:
-    return next(int(ev["object"]["metadata"]["resourceVersion"]) for ev in events
-                if ev["object"]["metadata"]["name"] == name and predicate(ev))
+def replay(api: httpx.Client, namespace: str, since: str) -> list[dict[str, Any]]:
+    """Every change to the namespace's Pods after revision ``since``, as a watch from there reports them.
+
+    The server ends the watch after a second; by then it has replayed what
+    already happened, which is all the callers ask for.
+    """
+    r = api.get(f"/api/v1/namespaces/{namespace}/pods",
+                params={"watch": "true", "resourceVersion": since, "timeoutSeconds": "1"})
+    r.raise_for_status()
+    return [json.loads(line) for line in r.text.splitlines() if line.strip()]
+
+
+def revisions(events: list[dict[str, Any]], name: str) -> tuple[int, int, int]:
+    """The revisions at which the watch saw the Pod created, bound to a node, and Running."""
+    mine = [(ev["type"], int(ev["object"]["metadata"]["resourceVersion"]), ev["object"]) for ev in events
+            if ev["object"]["metadata"]["name"] == name]
+    created = next(rv for kind, rv, _ in mine if kind == "ADDED")
+    bound = next(rv for _, rv, pod in mine if node_of(pod))
+    running = next(rv for _, rv, pod in mine if pod["status"].get("phase") == "Running")
+    return created, bound, running
 
 
 def test_thirteen_steps_of_an_rc_with_three_replicas(cluster: harness.Cluster, api: httpx.Client,
                                                      kubectl: Kubectl, ns: NamespaceReader) -> None:
     start_rv = api.get(f"/api/v1/namespaces/{ns.name}/pods").json()["metadata"]["resourceVersion"]
-    with WatchReader(cluster.url, f"/api/v1/namespaces/{ns.name}/pods",
-                     params={"watch": "true", "resourceVersion": start_rv}) as watch:
-        # Steps 2 and 3: kubectl submits the RC; the APIServer stores it and answers with its revision.
-        rc = json.loads(kubectl("create", "-f", "-", "-o", "json", input=json.dumps(web_rc(3))))
-        rc_rv = int(rc["metadata"]["resourceVersion"])
-        pods = ns.wait_running("app=web", 3)
-        names = [p["metadata"]["name"] for p in pods]
-        events = watch.wait_until(lambda evs: all(
-            any(ev["object"]["metadata"]["name"] == n and ev["object"]["status"].get("phase") == "Running"
-                for ev in evs) for n in names))
+    # Steps 2 and 3: kubectl submits the RC; the APIServer stores it and answers with its revision.
+    rc = json.loads(kubectl("create", "-f", "-", "-o", "json", input=json.dumps(web_rc(3))))
+    rc_rv = int(rc["metadata"]["resourceVersion"])
+    pods = ns.wait_running("app=web", 3)
+    events = replay(api, ns.name, start_rv)
+    # Step 1 came first: every component listed, then watched.
+    for component in ("controller-manager", "scheduler", "kubelet"):
+        logged(cluster, component, 1, "pods: listed")
 
-    # Steps 5 to 8: the controller saw the RC and created the Pods, owned by it, unbound.
-    assert step_lines(cluster, "controller-manager", 5, f"saw ReplicationController {ns.name}/web (replicas 3)")
+    # Steps 4 to 6: the controller saw the RC through its watch and created the Pods.
+    logged(cluster, "controller-manager", 5, f"saw ReplicationController {ns.name}/web (replicas 3)")
     created_events = ns.events(name="web", reason="SuccessfulCreate")
-    assert sorted(e["message"] for e in created_events) == [f"Created pod: {n}" for n in names]
+    assert sorted(e["message"] for e in created_events) == [f"Created pod: {p['metadata']['name']}" for p in pods]
     assert {e["source"]["component"] for e in created_events} == {"replication-controller"}
     for pod in pods:
         name, node = pod["metadata"]["name"], node_of(pod)
@@ -86,59 +105,52 @@ def test_thirteen_steps_of_an_rc_with_three_replicas(cluster: harness.Cluster, a
         assert pod["metadata"]["ownerReferences"] == [{
             "apiVersion": "v1", "kind": "ReplicationController", "name": "web", "uid": rc["metadata"]["uid"],
             "controller": True, "blockOwnerDeletion": True}]
-        assert step_lines(cluster, "controller-manager", 6, f"created Pod {ns.name}/{name} for "
-                                                            f"ReplicationController {ns.name}/web")
-        added = next(ev["object"] for ev in events if ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == name)
+        logged(cluster, "controller-manager", 6, f"created Pod {ns.name}/{name} for ReplicationController "
+                                                 f"{ns.name}/web")
+        # Steps 7 and 8: stored unbound, then seen by the scheduler.
+        added = next(ev["object"] for ev in events
+                     if ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == name)
         assert not node_of(added) and added["status"]["phase"] == "Pending"
 
-        # The resourceVersions say the order: RC stored < Pod created < Pod bound < Pod Running.
-        created_rv = first_rv(events, name, lambda ev: ev["type"] == "ADDED")
-        bound_rv = first_rv(events, name, lambda ev: node_of(ev["object"]))
-        running_rv = first_rv(events, name, lambda ev: ev["object"]["status"].get("phase") == "Running")
+        # The revisions give the order: RC stored < Pod created < Pod bound < Pod Running.
+        created_rv, bound_rv, running_rv = revisions(events, name)
         assert rc_rv < created_rv < bound_rv < running_rv
 
         # Steps 9 and 10: the scheduler picked the node and bound the Pod through pods/binding.
         [scheduled] = ns.events(name=name, reason="Scheduled")
         assert scheduled["message"] == f"Successfully assigned {ns.name}/{name} to {node}"
         assert scheduled["source"]["component"] == "default-scheduler"
-        assert step_lines(cluster, "scheduler", 9, f"{ns.name}/{name}: 3 nodes, 3 evaluated, 3 feasible; "
-                                                   f"picked {node}")
-        assert step_lines(cluster, "scheduler", 10, f"bound {ns.name}/{name} to {node} (rv {bound_rv})")
+        logged(cluster, "scheduler", 9, f"{ns.name}/{name}: 3 nodes, 3 evaluated, 3 feasible; picked {node}")
+        logged(cluster, "scheduler", 10, f"bound {ns.name}/{name} to {node} (rv {bound_rv})")
 
-        # Steps 11 to 13: the kubelet saw the binding, ran the container, and the status was stored.
-        assert step_lines(cluster, "kubelet", 11, f"{ns.name}/{name} bound to {node}")
-        assert step_lines(cluster, "kubelet", 12, f"started the containers of {ns.name}/{name} on {node}: nginx")
-        assert step_lines(cluster, "kubelet", 13, f"status of {ns.name}/{name} persisted: Running (rv {running_rv})")
+        # Steps 11 to 13: the kubelet saw the binding, ran the container, and its status was stored.
+        logged(cluster, "kubelet", 11, f"{ns.name}/{name} bound to {node}")
+        logged(cluster, "kubelet", 12, f"started the containers of {ns.name}/{name} on {node}: nginx")
+        logged(cluster, "kubelet", 13, f"status of {ns.name}/{name} persisted: Running (rv {running_rv})")
         kubelet_events = sorted((e for e in ns.events(name=name) if e["source"]["component"] == "kubelet"),
                                 key=lambda e: e["eventTime"])
         assert [e["reason"] for e in kubelet_events] == KUBELET_EVENTS
         assert {e["source"]["host"] for e in kubelet_events} == {node}
         assert kubelet_events[-1]["message"] == "Started container nginx"
         status = pod["status"]
-        node_cidr = ipaddress.ip_network(api.get(f"/api/v1/nodes/{node}").json()["spec"]["podCIDR"])
-        assert ipaddress.ip_address(status["podIP"]) in node_cidr
+        pod_cidr = ipaddress.ip_network(api.get(f"/api/v1/nodes/{node}").json()["spec"]["podCIDR"])
+        assert ipaddress.ip_address(status["podIP"]) in pod_cidr
         assert status["podIPs"] == [{"ip": status["podIP"]}] and status["hostIP"] == "127.0.0.1"
         assert status["startTime"]
         [container] = status["containerStatuses"]
         assert container["ready"] is True and "running" in container["state"]
-    # Step 1 happened before all this: every component listed, then watched.
-    for component in ("controller-manager", "scheduler", "kubelet"):
-        assert step_lines(cluster, component, 1, "pods: listed")
 
-    # kubesim trace rebuilds all 13 steps of one Pod, with the same revisions.
-    pod = pods[0]
-    name, node = pod["metadata"]["name"], node_of(pod)
+    # kubesim trace rebuilds all 13 steps of one Pod, at the same revisions.
+    name, node = pods[0]["metadata"]["name"], node_of(pods[0])
     traced = kubesim(cluster, "trace", f"{ns.name}/{name}", "--json")
     assert traced.returncode == 0, traced.stderr
     steps = json.loads(traced.stdout)["steps"]
-    assert sorted({s["step"] for s in steps}) == list(range(1, 14))
+    assert [s["step"] for s in steps] == [1, 1, 1, *range(2, 14)]
     assert all(s["done"] for s in steps), steps
-    by_step = {s["step"]: s for s in steps}
-    assert by_step[2]["resource_version"] == str(rc_rv)
-    assert by_step[7]["resource_version"] == str(first_rv(events, name, lambda ev: ev["type"] == "ADDED"))
-    assert by_step[10]["resource_version"] == str(first_rv(events, name, lambda ev: node_of(ev["object"])))
-    assert by_step[13]["resource_version"] == str(
-        first_rv(events, name, lambda ev: ev["object"]["status"].get("phase") == "Running"))
+    by_step = {s["step"]: s["resource_version"] for s in steps}
+    created_rv, bound_rv, running_rv = revisions(events, name)
+    assert (by_step[2], by_step[7], by_step[10], by_step[13]) == (
+        str(rc_rv), str(created_rv), str(bound_rv), str(running_rv))
     text = kubesim(cluster, "trace", f"{ns.name}/{name}")
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
@@ -176,3 +188,56 @@ def test_scale_up_then_down_keeps_the_pods_marked_costly(kubectl: Kubectl, ns: N
     deleted = ns.events(name="web", reason="SuccessfulDelete")
     assert sorted(e["message"] for e in deleted) == [f"Deleted pod: {n}" for n in gone]
     harness.wait_for(lambda: rc_status(ns, "web").get("replicas") == 2, message="the RC to report 2 replicas")
+
+
+def node_taints(api: httpx.Client, name: str) -> set[tuple[str, str]]:
+    return {(t["key"], t["effect"]) for t in api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints") or ()}
+
+
+def test_stopped_node_is_unreachable_and_its_pods_are_replaced(cluster: harness.Cluster, api: httpx.Client,
+                                                               kubectl: Kubectl, ns: NamespaceReader,
+                                                               nodes: tuple[str, ...]) -> None:
+    kubectl.apply(web_rc(3))
+    pods = ns.wait_running("app=web", 3)
+    victim = node_of(pods[0])
+    lost = [p for p in pods if node_of(p) == victim]
+    assert {(t["key"], t.get("tolerationSeconds")) for t in pods[0]["spec"]["tolerations"]} == {
+        (UNREACHABLE, 3), ("node.kubernetes.io/not-ready", 3)}
+    stopped = kubesim(cluster, "node", "stop", victim)
+    try:
+        assert (stopped.returncode, stopped.stdout.strip()) == (0, f"node/{victim} stopped"), stopped.stderr
+
+        # The node lifecycle controller hears nothing for the grace period: Ready goes Unknown,
+        # the node is tainted unreachable, and the Pods there are evicted once their toleration ends.
+        def unknown() -> dict[str, Any] | None:
+            node = api.get(f"/api/v1/nodes/{victim}").json()
+            return next((c for c in node["status"]["conditions"] if c["type"] == "Ready" and c["status"] == "Unknown"),
+                        None)
+        ready = harness.wait_for(unknown, timeout=20, message=f"{victim} to be Unknown")
+        assert isinstance(ready, dict)
+        assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown", "Kubelet stopped posting node status.")
+        harness.wait_for(lambda: {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")} <= node_taints(api, victim),
+                         message=f"{victim} to be tainted unreachable")
+        node_events = api.get("/api/v1/namespaces/default/events", params={
+            "fieldSelector": f"involvedObject.name={victim},reason=NodeNotReady"}).json()["items"]
+        assert [e["message"] for e in node_events][-1:] == [f"Node {victim} status is now: NodeNotReady"]
+        for pod in lost:
+            name = pod["metadata"]["name"]
+            event = ns.wait_event(name, "TaintManagerEviction")
+            assert event["message"] == f"Marking for deletion Pod {ns.name}/{name}"
+            gone = ns.pod(name)
+            assert gone["metadata"].get("deletionTimestamp")
+            assert any(c["type"] == "DisruptionTarget" and c["reason"] == "DeletionByTaintManager"
+                       for c in gone["status"]["conditions"])
+
+        # The RC replaces them on the nodes that still answer.
+        replaced = ns.wait_running("app=web", 3)
+        assert victim not in {node_of(p) for p in replaced}
+        assert {p["metadata"]["name"] for p in lost}.isdisjoint(p["metadata"]["name"] for p in replaced)
+    finally:
+        started = kubesim(cluster, "node", "start", victim)
+        assert (started.returncode, started.stdout.strip()) == (0, f"node/{victim} started"), started.stderr
+    # Back in touch, the kubelet finishes the deletions the API asked for while it was away.
+    harness.wait_for(lambda: not node_taints(api, victim), timeout=20, message=f"{victim} to lose its taints")
+    for pod in lost:
+        ns.wait_gone(pod["metadata"]["name"])
