@@ -379,7 +379,14 @@ class Store:
             if result is None:
                 return current, False  # nothing changed: no write
             if result is _DELETE_NOW:
-                return await self._delete_now(key, current, name), False
+                # The last finalizer went: the object goes. A lost race re-applies the change
+                # to the newer object (a 409 if the client named the resourceVersion it saw).
+                try:
+                    return await self._delete_now(key, current), False
+                except RevisionMismatch as m:
+                    current = decode(m.current) if m.current is not None else None
+                    from_cache = False
+                    continue
             if opts.dry_run:
                 return Entry(key, orjson.dumps(new), current.rv, new), False
             stored = encode(new)
@@ -481,7 +488,12 @@ class Store:
             if not finalizers and grace == 0 and not self.strategy.blocks_deletion(obj):
                 if opts.dry_run:
                     return current, True
-                return await self._delete_now(key, current, name), True
+                try:
+                    return await self._delete_now(key, current), True
+                except RevisionMismatch as m:
+                    # Changed meanwhile (a finalizer added?): decide again on the newer object.
+                    current = decode(m.current) if m.current is not None else None
+                    continue
             meta["finalizers"] = finalizers or None
             if meta["finalizers"] is None:
                 del meta["finalizers"]
@@ -503,25 +515,19 @@ class Store:
             return self._written(stamp(key, obj, stored, rev)), False
         raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
-    async def _delete_now(self, key: str, current: Entry, name: str) -> Entry:
-        entry: Entry | None = current
-        for _ in range(_UPDATE_ATTEMPTS):
-            assert entry is not None
-            try:
-                rev = await self.storage.delete(key, entry.rv)
-            except RevisionMismatch as m:
-                if m.current is None:
-                    raise errors.not_found(self.ri, name) from None
-                entry = decode(m.current)
-                meta = entry.obj.get("metadata") or {}
-                if meta.get("finalizers"):
-                    # Someone added a finalizer meanwhile: the object must stay.
-                    return entry
-                continue
-            except StorageError as e:
-                raise storage_error(e) from e
-            return at_revision(entry, rev)
-        raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
+    async def _delete_now(self, key: str, current: Entry) -> Entry:
+        """Delete ``key`` guarded by ``current``'s revision; the deleted object at the delete's revision.
+
+        A lost race raises :class:`RevisionMismatch`: the caller starts over from the value etcd
+        returned, so a write that raced (a new finalizer, a status update) is never ignored.
+        """
+        try:
+            rev = await self.storage.delete(key, current.rv)
+        except RevisionMismatch:
+            raise
+        except StorageError as e:
+            raise storage_error(e) from e
+        return at_revision(current, rev)
 
     # --- helpers -----------------------------------------------------------------------------
 
