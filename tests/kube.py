@@ -26,7 +26,8 @@ def pod(name: str, *, labels: dict[str, str] | None = None, node: str | None = N
     return body
 
 
-def rc(name: str, replicas: int = 1, labels: dict[str, str] | None = None, **template_spec: Any) -> dict[str, Any]:
+def rc(name: str, replicas: int = 1, labels: dict[str, str] | None = None,
+       **template_spec: Any) -> dict[str, Any]:
     """An RC selecting ``labels`` (default ``app=<name>``); ``template_spec`` adds to its Pods' spec."""
     labels = labels or {"app": name}
     return {
@@ -34,7 +35,8 @@ def rc(name: str, replicas: int = 1, labels: dict[str, str] | None = None, **tem
         "metadata": {"name": name},
         "spec": {"replicas": replicas, "selector": labels,
                  "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}], **template_spec}}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}],
+                                       **template_spec}}},
     }
 
 
@@ -113,7 +115,7 @@ def names(events: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
 
 
 def is_ready(pod: dict[str, Any]) -> bool:
-    """Running with the Ready condition True, as ``kubectl wait --for=condition=Ready`` would see it."""
+    """Running, with the Ready condition True."""
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
         c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or ())
@@ -149,11 +151,12 @@ class NamespaceReader:
         r = self.api.get(f"/api/v1/namespaces/{self.name}/pods",
                          params={"labelSelector": selector} if selector else {})
         r.raise_for_status()
-        return sorted((p for p in r.json()["items"] if terminating or not p["metadata"].get("deletionTimestamp")),
-                      key=lambda p: p["metadata"]["name"])
+        items = [p for p in r.json()["items"] if terminating or not p["metadata"].get("deletionTimestamp")]
+        return sorted(items, key=lambda p: p["metadata"]["name"])
 
     def events(self, *, name: str | None = None, reason: str | None = None) -> list[dict[str, Any]]:
-        fields = [f"{key}={value}" for key, value in (("involvedObject.name", name), ("reason", reason)) if value]
+        pairs = (("involvedObject.name", name), ("reason", reason))
+        fields = [f"{key}={value}" for key, value in pairs if value]
         r = self.api.get(f"/api/v1/namespaces/{self.name}/events",
                          params={"fieldSelector": ",".join(fields)} if fields else {})
         r.raise_for_status()
@@ -173,15 +176,28 @@ class NamespaceReader:
         return max(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
 
     def wait_unschedulable(self, name: str) -> str:
-        """The scheduler's FailedScheduling message for a Pod it could not place, checked against the Pod."""
+        """The scheduler's message for a Pod it could not place, as its condition and Event both say."""
+        def condition() -> dict[str, Any] | None:
+            conditions = self.pod(name)["status"].get("conditions") or ()
+            return next((c for c in conditions if c["type"] == "PodScheduled" and c["status"] == "False"),
+                        None)
+        unschedulable: dict[str, Any] = self.wait(condition, f"Pod {name} to be unschedulable")
+        assert unschedulable["reason"] == "Unschedulable"
         event = self.wait_event(name, "FailedScheduling")
         assert event["type"] == "Warning" and event["source"]["component"] == "default-scheduler"
+        assert event["message"] == unschedulable["message"]
         pod = self.pod(name)
         assert not node_of(pod) and pod["status"]["phase"] == "Pending"
-        [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
-        assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
-        assert condition["message"] == event["message"]
-        return str(event["message"])
+        return str(unschedulable["message"])
+
+    def wait_reasons(self, name: str, *reasons: str) -> list[dict[str, Any]]:
+        """The object's Events, oldest first, once every one of ``reasons`` is among them."""
+        def found() -> list[dict[str, Any]] | None:
+            events = sorted(self.events(name=name),
+                            key=lambda e: str(e.get("eventTime") or e.get("firstTimestamp") or ""))
+            return events if set(reasons) <= {e["reason"] for e in events} else None
+        events: list[dict[str, Any]] = self.wait(found, f"Events {', '.join(reasons)} about {name}")
+        return events
 
     def wait_gone(self, name: str) -> None:
         self.wait(lambda: self.get("pods", name) is None, f"Pod {name} to be deleted")

@@ -78,7 +78,8 @@ def _wait_nodes_usable(api: httpx.Client) -> None:
         node = r.json()
         ready = [c["status"] for c in node["status"].get("conditions") or [] if c["type"] == "Ready"]
         return ready == ["True"] and not node["spec"].get("taints") and not node["spec"].get("unschedulable")
-    harness.wait_for(lambda: all(usable(n) for n in NODES), timeout=30, message="three Ready, untainted nodes")
+    harness.wait_for(lambda: all(usable(n) for n in NODES), timeout=30,
+                     message="three Ready, untainted nodes")
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ each component writes, the components' ``[step N]`` log lines, and
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -96,9 +97,10 @@ def test_thirteen_steps_of_an_rc_with_three_replicas(cluster: harness.Cluster, a
 
     # Steps 4 to 6: the controller saw the RC through its watch and created the Pods.
     logged(cluster, "controller-manager", 5, f"saw ReplicationController {ns.name}/web (replicas 3)")
-    created_events = ns.events(name="web", reason="SuccessfulCreate")
-    assert sorted(e["message"] for e in created_events) == [f"Created pod: {p['metadata']['name']}" for p in pods]
-    assert {e["source"]["component"] for e in created_events} == {"replication-controller"}
+    created = [f"Created pod: {p['metadata']['name']}" for p in pods]
+    ns.wait(lambda: sorted(e["message"] for e in ns.events(name="web", reason="SuccessfulCreate")) == created,
+            "a SuccessfulCreate Event for each Pod")
+    assert {e["source"]["component"] for e in ns.events(name="web")} == {"replication-controller"}
     for pod in pods:
         name, node = pod["metadata"]["name"], node_of(pod)
         assert re.fullmatch(r"web-[a-z0-9]{5}", name)
@@ -117,7 +119,7 @@ def test_thirteen_steps_of_an_rc_with_three_replicas(cluster: harness.Cluster, a
         assert rc_rv < created_rv < bound_rv < running_rv
 
         # Steps 9 and 10: the scheduler picked the node and bound the Pod through pods/binding.
-        [scheduled] = ns.events(name=name, reason="Scheduled")
+        scheduled = ns.wait_event(name, "Scheduled")
         assert scheduled["message"] == f"Successfully assigned {ns.name}/{name} to {node}"
         assert scheduled["source"]["component"] == "default-scheduler"
         logged(cluster, "scheduler", 9, f"{ns.name}/{name}: 3 nodes, 3 evaluated, 3 feasible; picked {node}")
@@ -127,8 +129,8 @@ def test_thirteen_steps_of_an_rc_with_three_replicas(cluster: harness.Cluster, a
         logged(cluster, "kubelet", 11, f"{ns.name}/{name} bound to {node}")
         logged(cluster, "kubelet", 12, f"started the containers of {ns.name}/{name} on {node}: nginx")
         logged(cluster, "kubelet", 13, f"status of {ns.name}/{name} persisted: Running (rv {running_rv})")
-        kubelet_events = sorted((e for e in ns.events(name=name) if e["source"]["component"] == "kubelet"),
-                                key=lambda e: e["eventTime"])
+        kubelet_events = [e for e in ns.wait_reasons(name, *KUBELET_EVENTS)
+                          if e["source"]["component"] == "kubelet"]
         assert [e["reason"] for e in kubelet_events] == KUBELET_EVENTS
         assert {e["source"]["host"] for e in kubelet_events} == {node}
         assert kubelet_events[-1]["message"] == "Started container nginx"
@@ -178,20 +180,36 @@ def test_scale_up_then_down_keeps_the_pods_marked_costly(kubectl: Kubectl, ns: N
     # costly are the ones that must stay.
     keep = first[:2]
     for cost, pod in zip(("200", "100"), keep, strict=True):
-        kubectl("annotate", "pod", pod["metadata"]["name"], f"controller.kubernetes.io/pod-deletion-cost={cost}")
+        kubectl("annotate", "pod", pod["metadata"]["name"],
+                f"controller.kubernetes.io/pod-deletion-cost={cost}")
     assert kubectl("scale", "rc", "web", "--replicas=2").strip() == "replicationcontroller/web scaled"
     remaining = ns.wait_running("app=web", 2)
     assert [p["metadata"]["uid"] for p in remaining] == [p["metadata"]["uid"] for p in keep]
-    harness.wait_for(lambda: len(ns.pods("app=web", terminating=True)) == 2, message="the 8 others to be gone")
-    gone = sorted(p["metadata"]["name"] for p in pods[:] if p["metadata"]["uid"] not in
-                  {k["metadata"]["uid"] for k in keep})
-    deleted = ns.events(name="web", reason="SuccessfulDelete")
-    assert sorted(e["message"] for e in deleted) == [f"Deleted pod: {n}" for n in gone]
+    harness.wait_for(lambda: len(ns.pods("app=web", terminating=True)) == 2,
+                     message="the 8 others to be gone")
+    kept = {p["metadata"]["uid"] for p in keep}
+    gone = sorted(f"Deleted pod: {p['metadata']['name']}" for p in pods if p["metadata"]["uid"] not in kept)
+
+    def deletions() -> list[str]:
+        return sorted(e["message"] for e in ns.events(name="web", reason="SuccessfulDelete"))
+    ns.wait(lambda: deletions() == gone, "a SuccessfulDelete Event for each of the 8 Pods")
     harness.wait_for(lambda: rc_status(ns, "web").get("replicas") == 2, message="the RC to report 2 replicas")
 
 
 def node_taints(api: httpx.Client, name: str) -> set[tuple[str, str]]:
-    return {(t["key"], t["effect"]) for t in api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints") or ()}
+    taints = api.get(f"/api/v1/nodes/{name}").json()["spec"].get("taints") or ()
+    return {(t["key"], t["effect"]) for t in taints}
+
+
+def marked_for_deletion(ns: NamespaceReader, name: str) -> dict[str, Any] | None:
+    pod = ns.pod(name)
+    return pod if pod["metadata"].get("deletionTimestamp") else None
+
+
+def unknown_ready(api: httpx.Client, name: str) -> dict[str, Any] | None:
+    """The node's Ready condition once it is Unknown."""
+    conditions = api.get(f"/api/v1/nodes/{name}").json()["status"]["conditions"]
+    return next((c for c in conditions if c["type"] == "Ready" and c["status"] == "Unknown"), None)
 
 
 def test_stopped_node_is_unreachable_and_its_pods_are_replaced(cluster: harness.Cluster, api: httpx.Client,
@@ -209,26 +227,25 @@ def test_stopped_node_is_unreachable_and_its_pods_are_replaced(cluster: harness.
 
         # The node lifecycle controller hears nothing for the grace period: Ready goes Unknown,
         # the node is tainted unreachable, and the Pods there are evicted once their toleration ends.
-        def unknown() -> dict[str, Any] | None:
-            node = api.get(f"/api/v1/nodes/{victim}").json()
-            return next((c for c in node["status"]["conditions"] if c["type"] == "Ready" and c["status"] == "Unknown"),
-                        None)
-        ready = harness.wait_for(unknown, timeout=20, message=f"{victim} to be Unknown")
+        ready = harness.wait_for(lambda: unknown_ready(api, victim), timeout=20,
+                                 message=f"{victim} to be Unknown")
         assert isinstance(ready, dict)
-        assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown", "Kubelet stopped posting node status.")
-        harness.wait_for(lambda: {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")} <= node_taints(api, victim),
+        assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown",
+                                                       "Kubelet stopped posting node status.")
+        unreachable = {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
+        harness.wait_for(lambda: unreachable <= node_taints(api, victim),
                          message=f"{victim} to be tainted unreachable")
-        node_events = api.get("/api/v1/namespaces/default/events", params={
-            "fieldSelector": f"involvedObject.name={victim},reason=NodeNotReady"}).json()["items"]
-        assert [e["message"] for e in node_events][-1:] == [f"Node {victim} status is now: NodeNotReady"]
+        harness.wait_for(lambda: api.get("/api/v1/namespaces/default/events", params={
+            "fieldSelector": f"involvedObject.name={victim},reason=NodeNotReady"}).json()["items"],
+            message=f"a NodeNotReady Event about {victim}")
         for pod in lost:
             name = pod["metadata"]["name"]
             event = ns.wait_event(name, "TaintManagerEviction")
             assert event["message"] == f"Marking for deletion Pod {ns.name}/{name}"
-            gone = ns.pod(name)
-            assert gone["metadata"].get("deletionTimestamp")
+            evicted = ns.wait(functools.partial(marked_for_deletion, ns, name),
+                              f"Pod {name} to be marked for deletion")
             assert any(c["type"] == "DisruptionTarget" and c["reason"] == "DeletionByTaintManager"
-                       for c in gone["status"]["conditions"])
+                       for c in evicted["status"]["conditions"])
 
         # The RC replaces them on the nodes that still answer.
         replaced = ns.wait_running("app=web", 3)
