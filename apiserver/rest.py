@@ -623,8 +623,7 @@ async def create_eviction(request: Request, store: Store, info: RequestInfo) -> 
                           precondition_uid=(options.get("preconditions") or {}).get("uid"),
                           precondition_rv=(options.get("preconditions") or {}).get("resourceVersion"),
                           dry_run=opts.dry_run)
-    # No PodDisruptionBudgets exist in kubesim, so every eviction is allowed.
-    await store.delete(info.namespace, info.name, dopts)
+    await pod_registry.evict(store, info.namespace or "", info.name, dopts, opts)
     return json_response(errors.success_status(code=201), 201)
 
 

@@ -441,3 +441,19 @@ def test_removing_the_last_finalizer_races_with_another_write_without_losing_eit
         # Either the patch won (the object is gone) or it lost to the status write (409, the
         # object stays with its finalizer for the writer to retry).
         assert (patched, after) in ((200, 404), (409, 200)), (patched, after)
+
+
+def test_eviction_marks_the_pod_then_deletes_it(api: httpx.Client, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(base, json=pod("evicted", node="n1"))
+    r = api.post(f"{base}/evicted/eviction", json={"apiVersion": "policy/v1", "kind": "Eviction",
+                                                   "metadata": {"name": "evicted", "namespace": namespace}})
+    assert r.status_code == 201, r.text
+    gone = api.get(f"{base}/evicted").json()
+    # Bound to a node: it waits for the kubelet, with the reason it goes.
+    assert gone["metadata"]["deletionTimestamp"]
+    target = [c for c in gone["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert target and target[0]["reason"] == "EvictionByEvictionAPI" and target[0]["status"] == "True"
+    r = api.post(f"{base}/nope/eviction", json={"apiVersion": "policy/v1", "kind": "Eviction",
+                                                "metadata": {"name": "nope"}})
+    assert r.status_code == 404
