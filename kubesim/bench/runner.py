@@ -14,11 +14,12 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kubesim.bench import api, churn, density, etcd_ceiling, scheduling
 from kubesim.bench.cluster import cluster
+from kubesim.bench.measure import APISERVER_ARGS
 from kubesim.bench.results import ScenarioResult, table, write_json
 
 
@@ -54,27 +55,27 @@ def _api(run: Run) -> ScenarioResult:
         return result
 
 
-_QUICK_SCHEDULING = (
-    scheduling.Workload("basic", nodes=100, existing_pods=20, pods=300, goal="goal >= 270/s"),
-    scheduling.Workload("node-affinity", nodes=100, existing_pods=100, pods=300, goal="Kubernetes floor 220/s"),
-    scheduling.Workload("pod-anti-affinity", nodes=100, existing_pods=20, pods=60, goal="Kubernetes floor 60/s"),
-)
+#: --quick: 100 nodes, and these (existing, to schedule) Pods per variant.
+_QUICK_PODS = {"basic": (20, 300), "node-affinity": (100, 300), "pod-anti-affinity": (20, 60)}
 
 
 def _scheduling(run: Run) -> ScenarioResult:
-    workloads = _QUICK_SCHEDULING if run.quick else scheduling.WORKLOADS
+    workloads = scheduling.WORKLOADS
+    if run.quick:
+        workloads = tuple(replace(w, nodes=100, existing_pods=_QUICK_PODS[w.variant][0],
+                                  pods=_QUICK_PODS[w.variant][1]) for w in workloads)
     return scheduling.run(workloads, ceiling=run.ceiling, progress=_say)
 
 
 def _density(run: Run) -> ScenarioResult:
     sizes = density.Sizes(nodes=100, controllers=10, replicas=20) if run.quick else density.Sizes()
-    with cluster() as c:
+    with cluster(APISERVER_ARGS) as c:
         return density.run(c, sizes, ceiling=run.ceiling, progress=_say)
 
 
 def _churn(run: Run) -> ScenarioResult:
     sizes = churn.Sizes(nodes=100, rate=20, seconds=5, lifetime=2) if run.quick else churn.Sizes()
-    with cluster() as c:
+    with cluster(APISERVER_ARGS) as c:
         return churn.run(c, sizes, ceiling=run.ceiling, progress=_say)
 
 

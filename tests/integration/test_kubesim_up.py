@@ -86,8 +86,8 @@ def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> Non
                                 capture_output=True, text=True, timeout=60, check=False,
                                 env={**os.environ, "KUBECONFIG": str(data / "kubeconfig")})
         assert status.returncode == 0, status.stdout
-        assert re.search(r"^kubelets \(3 nodes\)\s+ok", status.stdout, re.M), status.stdout
-        assert re.search(r"^scheduler process\s+ok", status.stdout, re.M), status.stdout
+        assert re.search(r"^kubelets \(3 nodes\)\s+ok", status.stdout, re.MULTILINE), status.stdout
+        assert re.search(r"^scheduler process\s+ok", status.stdout, re.MULTILINE), status.stdout
         # A component that dies is reported and restarted, the others untouched.
         scheduler = _pid_of("python -m scheduler", children)
         apiserver = _pid_of("python -m apiserver", children)

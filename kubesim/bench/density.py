@@ -1,0 +1,185 @@
+"""Scenario 4, cluster density: KWOK's shape with the scheduler and the controller-manager in the loop.
+
+In one cluster (etcd, the APIServer, the controller-manager, the scheduler and
+one kubelet_sim), three phases, each timed and watched:
+
+1. **nodes**: kubelet_sim starts with ``nodes`` nodes; the phase ends when a
+   watch has seen every one Ready;
+2. **Pods**: ``controllers`` ReplicationControllers of ``replicas`` each are
+   created at once; the controller-manager creates the Pods, the scheduler
+   binds them, the kubelets run them (containers start at once, as KWOK's
+   do). The phase ends when the watch has seen every Pod Running. Startup
+   latency is per Pod from its first appearance in the watch (its creation)
+   to Running, as the Pod startup SLO measures it; both ends are seen by the
+   same watch, so its own delay cancels out;
+3. **deletion**: the controllers are deleted with ``propagationPolicy=Background``,
+   as kubectl does; the garbage collector deletes the Pods, the kubelets stop
+   them; the phase ends when every Pod is gone.
+
+The writes of phases 2 and 3 are read from etcd's history (those in the
+Pods' namespace count per Pod), and the Pod rates are set beside the ceiling those writes allow.
+
+Concurrency: one event loop; the node and Pod watches are its tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubesim.bench.cluster import BenchCluster
+from kubesim.bench.measure import (
+    RSS_GOALS,
+    PodTimes,
+    Pool,
+    Progress,
+    ReadyNodes,
+    Writes,
+    add_pod_rate,
+    add_process_figures,
+    check_alive,
+    count_writes,
+    etcd_revision,
+    events_dropped,
+    every_second,
+    list_revision,
+    start_component,
+    start_kubelets,
+)
+from kubesim.bench.results import ScenarioResult, percentile
+
+NAMESPACE: Final = "density"
+_PHASE_GOAL: Final = "goal <= 60 s"
+_PHASE_TIMEOUT: Final = 1800.0
+#: Writes that trail a phase (Events, the controllers' status) have this long to land in it.
+_SETTLE: Final = 2.0
+_DROPPED: Final = "recorders' queues full: fewer writes per Pod"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    nodes: int = 5000
+    controllers: int = 10
+    replicas: int = 1000
+
+    @property
+    def pods(self) -> int:
+        return self.controllers * self.replicas
+
+
+def run(c: BenchCluster, sizes: Sizes = Sizes(), *, ceiling: float | None,
+        progress: Progress) -> ScenarioResult:
+    """Start the components in ``c`` and run the three phases; ``ceiling`` is etcd's guarded txn/s."""
+    if sizes.nodes < 1 or sizes.pods < 1:
+        raise ValueError("cluster density needs at least one node and one Pod")
+    metrics = [start_component(c, "controller-manager", "controller_manager"),
+               start_component(c, "scheduler", "scheduler")]
+    result = ScenarioResult("cluster density")
+    asyncio.run(_phases(c, metrics, sizes, result, ceiling, progress))
+    add_process_figures(result, c, goals=RSS_GOALS)
+    return result
+
+
+async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: ScenarioResult,
+                  ceiling: float | None, progress: Progress) -> None:
+    alive = functools.partial(check_alive, c)
+    pool = Pool(c.url)
+    try:
+        await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        progress(f"cluster density: {sizes.nodes} nodes")
+        seconds, kubelet_metrics = await _nodes_ready(c, pool, sizes.nodes, progress)
+        result.add("nodes Ready", seconds, "s", _PHASE_GOAL)
+        metrics.append(kubelet_metrics)
+
+        pods = PodTimes()
+        rv = await list_revision(pool, f"/api/v1/namespaces/{NAMESPACE}/pods")
+        watch = asyncio.create_task(pods.follow(c.url, NAMESPACE, rv), name="bench-pods")
+        try:
+            progress(f"cluster density: {sizes.controllers} ReplicationControllers of {sizes.replicas} "
+                     "replicas")
+            first = etcd_revision(c.etcd_url)
+            started = time.perf_counter()
+            for i in range(sizes.controllers):
+                await pool.call("POST", f"/api/v1/namespaces/{NAMESPACE}/replicationcontrollers",
+                                _controller(i, sizes.replicas))
+            async with every_second(progress, lambda: f"density: {pods.counts()}"):
+                await pods.until(lambda: len(pods.running) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
+            running = time.perf_counter() - started
+            await asyncio.sleep(_SETTLE)
+            middle = etcd_revision(c.etcd_url)
+            started_writes = await count_writes(c.etcd_url, first, middle, NAMESPACE)
+            dropped_starting = events_dropped(metrics)
+
+            progress("cluster density: deleting the ReplicationControllers")
+            started = time.perf_counter()
+            for i in range(sizes.controllers):
+                await pool.call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/replicationcontrollers/density-{i}"
+                                          "?propagationPolicy=Background")
+            async with every_second(progress, lambda: f"density: {pods.counts()}"):
+                await pods.until(lambda: len(pods.deleted) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
+            deleting = time.perf_counter() - started
+            await asyncio.sleep(_SETTLE)
+            deleted_writes = await count_writes(c.etcd_url, middle, etcd_revision(c.etcd_url), NAMESPACE)
+            dropped_deleting = events_dropped(metrics) - dropped_starting
+        finally:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
+    finally:
+        pool.close()
+    _figures(result, sizes, pods, ceiling, running=(running, started_writes, dropped_starting),
+             deleting=(deleting, deleted_writes, dropped_deleting))
+
+
+async def _nodes_ready(c: BenchCluster, pool: Pool, count: int, progress: Progress) -> tuple[float, str]:
+    """Seconds from kubelet_sim's start until a watch has seen ``count`` nodes Ready, and its /metrics URL."""
+    nodes = ReadyNodes()
+    watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
+                                name="bench-nodes")
+    try:
+        started = time.perf_counter()
+        kubelet_metrics = start_kubelets(c, count)
+        async with every_second(progress, lambda: f"density: nodes Ready {len(nodes.ready)}/{count}"):
+            await nodes.until(lambda: len(nodes.ready) >= count, timeout=_PHASE_TIMEOUT,
+                              alive=functools.partial(check_alive, c))
+        return time.perf_counter() - started, kubelet_metrics
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+
+
+def _controller(i: int, replicas: int) -> dict[str, Any]:
+    labels = {"app": f"density-{i}"}
+    return {
+        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": f"density-{i}"},
+        "spec": {"replicas": replicas, "selector": labels, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}
+
+
+#: A phase's seconds, its writes and the Events the recorders dropped during it.
+_Phase = tuple[float, Writes, int]
+
+
+def _figures(result: ScenarioResult, sizes: Sizes, pods: PodTimes, ceiling: float | None, *, running: _Phase,
+             deleting: _Phase) -> None:
+    seconds, writes, dropped = running
+    result.add("Pods Running", seconds, "s", f"{sizes.pods} Pods from {sizes.controllers} RCs; {_PHASE_GOAL}")
+    add_pod_rate(result, "start", sizes.pods / seconds, writes, sizes.pods, ceiling,
+                 "goal >= 50% of the ceiling")
+    result.add("start Events dropped", dropped, "", _DROPPED)
+    startup = [pods.running[name] - seen for name, seen in pods.seen.items() if name in pods.running]
+    slo = "creation to Running; Kubernetes SLO p99 <= 5 s"
+    result.add("startup latency p50", percentile(startup, 50), "s", slo)
+    result.add("startup latency p99", percentile(startup, 99), "s", slo)
+    background = writes.background
+    per_second = background / (seconds + _SETTLE) if background is not None else None
+    result.add("background writes while starting", per_second, "/s",
+               "node Leases and status, node Events: not counted per Pod")
+    seconds, writes, dropped = deleting
+    result.add("all Pods deleted", seconds, "s", f"RCs deleted, Pods by the garbage collector; {_PHASE_GOAL}")
+    add_pod_rate(result, "delete", sizes.pods / seconds, writes, sizes.pods, ceiling)
+    result.add("delete Events dropped", dropped, "", _DROPPED)

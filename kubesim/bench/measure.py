@@ -1,0 +1,410 @@
+"""What the cluster scenarios (SchedulingBasic, density, churn) measure besides their own clocks.
+
+- **etcd writes.** Every write the APIServer makes is one etcd revision, so the
+  revisions a phase consumed are its writes. :func:`etcd_revision` reads the
+  current revision; :func:`count_writes` replays that range of etcd's history
+  *after* the phase (a watch from its first revision, read up to its last) and
+  counts the writes per resource, so the counting costs the phase nothing.
+  Only the writes in the Pods' namespace are counted per Pod: node Lease
+  renewals, Node status and Events about nodes are background. The replay
+  needs the phase's history: the clusters of these scenarios run their
+  APIServer with :data:`APISERVER_ARGS`, which turn compaction off (a phase
+  can outlast kube-apiserver's 5-minute interval); when history is missing
+  all the same, the writes per Pod are unknown.
+- **the ceiling.** :func:`add_pod_rate` puts a pods/s figure beside the writes
+  one Pod cost (measured), the ceiling those writes allow (etcd's guarded
+  transactions per second / writes per Pod) and the share of it reached.
+- **Pods and nodes through a watch.** :class:`PodTimes` and :class:`ReadyNodes`
+  follow a raw watch stream and note when each Pod was first seen, bound,
+  Running and deleted, and which nodes are Ready.
+- **the cluster's processes**: :func:`start_component`, :func:`start_kubelets`
+  (with KWOK's timing: containers start at once), :func:`add_process_figures`
+  (each process's peak RSS and CPU seconds), :func:`events_dropped` (Events
+  the recorders dropped: under load they drop rather than stall, which lowers
+  the writes per Pod), :func:`check_alive`.
+- **progress**: :func:`every_second` prints a line a second while a phase runs.
+
+The benchmarks talk to etcd directly only here, and only to measure it.
+
+Concurrency: one event loop per scenario; each watch is a task owned by the
+scenario that starts it, cancelled before the scenario returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import orjson
+import yaml
+from aetcd import rpc
+
+from kubelet_sim.profile import DEFAULT_PROFILE
+from kubesim import procs
+from kubesim.bench.cluster import BenchCluster
+from kubesim.bench.rawhttp import Connection
+from kubesim.bench.results import ScenarioResult
+from machinery.api.kinds import RESOURCES
+
+Progress = Callable[[str], None]
+
+_PLURALS: Final = {r.etcd_resource: r.plural for r in RESOURCES}
+#: The APIServer flags of the Pod scenarios' clusters: no compaction, so that every phase's writes can be
+#: replayed from etcd's history after it, however long the phase lasted.
+APISERVER_ARGS: Final = ("--etcd-compaction-interval=0",)
+_REPLAY_TIMEOUT: Final = 300.0
+_WATCH_ATTEMPTS: Final = 30
+
+
+# --- etcd writes -------------------------------------------------------------------------------------------
+
+def etcd_revision(etcd_url: str) -> int:
+    """etcd's current revision, through its JSON gateway.
+
+    Synchronous on purpose: a progress callback can call it between two
+    writes of the benchmark, which an awaited call could not promise.
+    """
+    request = urllib.request.Request(f"{etcd_url}/v3/kv/range", data=b'{"key":"AA==","count_only":true}',
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return int(orjson.loads(reply.read())["header"]["revision"])
+
+
+@dataclass(frozen=True)
+class Writes:
+    """The revisions one phase consumed, and which of them were the Pods' own."""
+
+    total: int
+    #: Writes in the Pods' namespace, by resource; ``None`` when etcd had compacted the range away.
+    own: Mapping[str, int] | None
+
+    @property
+    def background(self) -> int | None:
+        """Writes outside the Pods' namespace: node Leases and status, Events about nodes..."""
+        return self.total - sum(self.own.values()) if self.own is not None else None
+
+    def per_pod(self, pods: int) -> float | None:
+        """The Pods' own writes per Pod; ``None`` without Pods or history."""
+        return sum(self.own.values()) / pods if pods and self.own is not None else None
+
+    def breakdown(self, pods: int) -> str:
+        """``pods 2.00 + events 1.00``: the Pods' own writes per Pod, by resource, or why they are unknown."""
+        if self.own is None:
+            return f"etcd compacted the history: {self.total:,} writes in all"
+        ranked = sorted(self.own.items(), key=lambda kv: -kv[1])
+        return " + ".join(f"{r} {n / pods:.2f}" for r, n in ranked) if pods else ""
+
+
+async def count_writes(etcd_url: str, after: int, upto: int, namespace: str | None = None) -> Writes:
+    """The writes of revisions ``after + 1`` to ``upto``, replayed from etcd's history.
+
+    Those of objects in ``namespace`` (every one, without it) are the Pods'
+    own, counted by resource; the rest is background.
+    """
+    total = upto - after
+    if total <= 0:
+        return Writes(0, {})
+    parts = urlsplit(etcd_url)
+    stop = asyncio.Event()
+
+    async def requests() -> AsyncIterator[Any]:
+        # Every key: kubesim's live under /registry/, and anything else written meanwhile is a write too.
+        yield rpc.WatchRequest(create_request=rpc.WatchCreateRequest(key=b"\0", range_end=b"\0",
+                                                                     start_revision=after + 1))
+        await stop.wait()
+
+    own: dict[int, str] = {}
+    # etcd batches up to a thousand revisions per watch response: far more than gRPC's default 4 MiB.
+    async with rpc.insecure_channel(f"{parts.hostname}:{parts.port}",
+                                    options=[("grpc.max_receive_message_length", -1)]) as channel:
+        call = rpc.WatchStub(channel).Watch(requests())
+        try:
+            async with asyncio.timeout(_REPLAY_TIMEOUT):
+                async for response in call:
+                    if response.compact_revision:
+                        return Writes(total, None)
+                    last = after
+                    for event in response.events:
+                        last = event.kv.mod_revision
+                        resource = _resource_in(event.kv.key, namespace)
+                        if last <= upto and resource is not None:
+                            own.setdefault(last, resource)
+                    # Events come in revision order, and revision ``upto`` was written: it ends the range.
+                    if last >= upto:
+                        break
+        finally:
+            stop.set()
+            call.cancel()
+    return Writes(total, dict(Counter(own.values())))
+
+
+def _resource_in(key: bytes, namespace: str | None) -> str | None:
+    """The resource of a key under ``/registry/<resource>/<namespace>/``, or anywhere without a namespace."""
+    parts = key.decode(errors="replace").split("/")
+    if len(parts) < 3 or parts[1] != "registry":
+        return "other" if namespace is None else None
+    if namespace is not None and (len(parts) < 5 or parts[3] != namespace):
+        return None
+    return _PLURALS.get(parts[2], parts[2])
+
+
+def add_pod_rate(result: ScenarioResult, label: str, pods_per_second: float | None, writes: Writes, pods: int,
+                 ceiling: float | None, goal: str = "") -> None:
+    """A pods/s figure with, beside it, the writes per Pod, the ceiling they allow and the share reached."""
+    per_pod = writes.per_pod(pods)
+    result.add(f"{label} pods/s", pods_per_second, "/s", goal)
+    result.add(f"{label} writes per Pod (measured)", per_pod, "", writes.breakdown(pods))
+    pods_ceiling = ceiling / per_pod if ceiling and per_pod else None
+    how = f"etcd {ceiling:,.0f} txn/s / {per_pod:.2f} writes per Pod" if pods_ceiling else "no etcd figure"
+    result.add(f"{label} ceiling pods/s", pods_ceiling, "/s", how)
+    share = 100 * pods_per_second / pods_ceiling if pods_per_second and pods_ceiling else None
+    result.add(f"{label} share of ceiling", share, "%")
+
+
+# --- requests and watches ----------------------------------------------------------------------------------
+
+class Pool:
+    """Keep-alive connections to the APIServer, one per request in flight, opened as the load needs them.
+
+    The server closes a connection that stays idle a few seconds (uvicorn: 5);
+    a request that finds its reused connection closed goes again, once, on a
+    new one, as HTTP clients do: the server had not read it.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._idle: list[Connection] = []
+        self._opened: set[Connection] = set()
+
+    async def call(self, method: str, path: str, body: Any = None) -> tuple[bytes, float]:
+        """The body of a 2xx answer, and the round trip in seconds; any other answer raises."""
+        data = orjson.dumps(body) if body is not None else None
+        while True:
+            reused = bool(self._idle)
+            conn = self._idle.pop() if reused else await self._open()
+            started = time.perf_counter()
+            try:
+                reply = await conn.request(method, path, data)
+            except ConnectionError:
+                self._opened.discard(conn)
+                conn.close()
+                if reused:
+                    continue
+                raise
+            seconds = time.perf_counter() - started
+            self._idle.append(conn)
+            if not 200 <= reply.status < 300:
+                raise RuntimeError(f"{method} {path} answered {reply.status}: {reply.body[:300]!r}")
+            return reply.body, seconds
+
+    async def _open(self) -> Connection:
+        conn = await Connection.open(self._url)
+        self._opened.add(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection, those of requests still in flight included."""
+        for conn in self._opened:
+            conn.close()
+        self._opened.clear()
+        self._idle.clear()
+
+
+async def list_revision(pool: Pool, path: str) -> str:
+    """The resourceVersion of a list of ``path``: where a watch that misses nothing after it starts."""
+    body, _ = await pool.call("GET", f"{path}?limit=1")
+    return str(orjson.loads(body)["metadata"]["resourceVersion"])
+
+
+async def _watch(url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+    """(arrival time, event) of a watch from ``rv``; a watch cache that lags the list answers 504: retry."""
+    # An hour, where the APIServer would pick 30 to 60 minutes: the longest phase must not see it end.
+    target = f"{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
+    for _ in range(_WATCH_ATTEMPTS):
+        conn = await Connection.open(url)
+        conn.writer.write(f"GET {target} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
+        status, _ = await conn.read_head()
+        if status == 200:
+            break
+        conn.close()
+        if status != 504:
+            raise RuntimeError(f"watch of {path} answered {status}")
+        await asyncio.sleep(1.0)
+    else:
+        raise RuntimeError(f"watch of {path} still answered 504 after {_WATCH_ATTEMPTS} attempts")
+    pending = b""
+    try:
+        while (chunk := await conn.read_chunk()) is not None:
+            now = time.perf_counter()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line:
+                    continue
+                event = orjson.loads(line)
+                if event["type"] == "ERROR":
+                    raise RuntimeError(f"watch of {path} ended: {event['object'].get('message')}")
+                yield now, event
+        raise RuntimeError(f"the APIServer ended the watch of {path}")
+    finally:
+        conn.close()
+
+
+class _Followed:
+    """What a watch follows; :meth:`until` waits on it without polling the API."""
+
+    def __init__(self) -> None:
+        #: Set after every event.
+        self.changed = asyncio.Event()
+
+    async def until(self, done: Callable[[], bool], *, timeout: float, alive: Callable[[], None]) -> None:
+        """Until ``done()``; ``alive()`` (called at least once a second) raises when a process has died."""
+        async with asyncio.timeout(timeout):
+            while not done():
+                alive()
+                self.changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.changed.wait(), 1.0)
+
+
+class PodTimes(_Followed):
+    """When each Pod of one namespace was first seen, bound, Running and deleted (``perf_counter`` times)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
+        self.running: dict[str, float] = {}
+        self.deleted: dict[str, float] = {}
+
+    async def follow(self, url: str, namespace: str, rv: str) -> None:
+        """Record the namespace's Pods from ``rv`` on, until cancelled."""
+        async for now, event in _watch(url, f"/api/v1/namespaces/{namespace}/pods", rv):
+            pod = event["object"]
+            name = pod["metadata"]["name"]
+            self.seen.setdefault(name, now)
+            if pod["spec"].get("nodeName"):
+                self.bound.setdefault(name, now)
+            if pod.get("status", {}).get("phase") == "Running":
+                self.running.setdefault(name, now)
+            if event["type"] == "DELETED":
+                self.deleted.setdefault(name, now)
+            self.changed.set()
+
+    def counts(self) -> str:
+        return (f"created {len(self.seen)}, bound {len(self.bound)}, running {len(self.running)}, "
+                f"deleted {len(self.deleted)}")
+
+
+class ReadyNodes(_Followed):
+    """The nodes whose Ready condition is True, from a watch of every node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready: set[str] = set()
+
+    async def follow(self, url: str, rv: str) -> None:
+        """Follow the nodes from ``rv`` on, until cancelled."""
+        async for _, event in _watch(url, "/api/v1/nodes", rv):
+            node = event["object"]
+            conditions = node.get("status", {}).get("conditions") or ()
+            if event["type"] != "DELETED" and any(c["type"] == "Ready" and c["status"] == "True"
+                                                  for c in conditions):
+                self.ready.add(node["metadata"]["name"])
+            else:
+                self.ready.discard(node["metadata"]["name"])
+            self.changed.set()
+
+
+# --- processes ---------------------------------------------------------------------------------------------
+
+def start_component(c: BenchCluster, name: str, module: str, args: Sequence[str] = ()) -> str:
+    """Start a controller-manager or scheduler, wait until it is ready; its /metrics URL.
+
+    Leader election is off so that no Lease renewal mixes with the writes measured.
+    """
+    health = f"http://{procs.LOOPBACK}:{procs.free_port()}"
+    c.start_component(name, module, ["--master", c.url, "--health-port", health.rsplit(":", 1)[1],
+                                     "--leader-elect=false", *args], ready_url=f"{health}/readyz")
+    return f"{health}/metrics"
+
+
+def start_kubelets(c: BenchCluster, nodes: int) -> str:
+    """Start kubelet_sim with ``nodes`` nodes; its /metrics URL. No wait: how soon they are Ready is measured.
+
+    The nodes are the default profile's, with KWOK's timing: a container runs as
+    soon as its kubelet starts it, since the startup SLO leaves image pulls out.
+    """
+    profile = yaml.safe_load(resources.files("kubelet_sim").joinpath(DEFAULT_PROFILE).read_text())
+    profile["timings"].update(containerStartDelay="0s", containerStartJitter="0s")
+    path = c.workdir / "bench-node-profile.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    health = procs.free_port()
+    c.start_component("kubelet_sim", "kubelet_sim",
+                      ["--master", c.url, "--nodes", str(nodes), "--node-profile", str(path), "--health-port",
+                       str(health)])
+    return f"http://{procs.LOOPBACK}:{health}/metrics"
+
+
+def events_dropped(metrics_urls: Iterable[str]) -> int:
+    """The Events the components' recorders dropped (``kubesim_events_dropped_total``), all reasons."""
+    dropped = 0.0
+    for url in metrics_urls:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            for line in reply.read().decode().splitlines():
+                if line.startswith("kubesim_events_dropped_total{"):
+                    dropped += float(line.rsplit(" ", 1)[1])
+    return round(dropped)
+
+
+def check_alive(c: BenchCluster) -> None:
+    """Raise, with the end of its log, when a process of the cluster has exited."""
+    for name, proc in c.processes().items():
+        if not proc.alive():
+            raise RuntimeError(f"{name} exited during the benchmark:\n{procs.tail(proc.log_path)}")
+
+
+#: What Kubernetes-sized goals the issue sets for each process's memory (density scenario).
+RSS_GOALS: Final = {"apiserver": "goal <= 1 GiB", "kubelet_sim": "goal <= 512 MiB"}
+
+
+def add_process_figures(result: ScenarioResult, c: BenchCluster, *, goals: Mapping[str, str] | None = None,
+                        cpu_since: Mapping[str, float] | None = None, label: str = "") -> None:
+    """Each process's peak RSS (sampled twice a second) and CPU seconds (since ``cpu_since``, else in all)."""
+    c.sample()
+    cpu = c.cpu()
+    since = cpu_since or {}
+    for name in c.processes():
+        result.add(f"{label}{name} peak RSS", c.peak_rss.get(name), "bytes", (goals or {}).get(name, ""))
+    for name in c.processes():
+        used = cpu.get(name)
+        result.add(f"{label}{name} CPU", used - since.get(name, 0.0) if used is not None else None, "s",
+                   "over the measured Pods" if cpu_since else "")
+
+
+# --- progress ----------------------------------------------------------------------------------------------
+
+@contextlib.asynccontextmanager
+async def every_second(say: Progress, describe: Callable[[], str]) -> AsyncIterator[None]:
+    """Print ``describe()`` with the seconds elapsed, once a second, while the block runs."""
+    started = time.perf_counter()
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            say(f"{describe()} ({time.perf_counter() - started:.0f}s)")
+
+    task = asyncio.create_task(tick(), name="bench-progress")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
