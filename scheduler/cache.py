@@ -22,6 +22,11 @@ That invariant is why the cycle must never ``await``.
 
 Assumed Pods do not expire (Kubernetes has not expired them since 1.2x): they
 stay until the informer confirms them or the binding fails.
+
+Every change to a node (its Node object, a Pod placed on it or taken off, the
+node gone) gets the next *generation*, as Kubernetes' NodeInfo generations;
+:meth:`Cache.changed_since` names the nodes changed after a generation, so that
+a plugin can keep counts across cycles and refresh only what changed.
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ class Cache:
         self._with_anti_affinity: list[NodeInfo] | None = None
         #: Image name -> on how many nodes it is.
         self._image_nodes: dict[str, int] = {}
+        self._generation = 0
+        #: Node name -> the generation of its last change, oldest change first.
+        self._changed: dict[str, int] = {}
 
     # --- the lister plugins read -------------------------------------------------------------------
 
@@ -100,6 +108,25 @@ class Cache:
     @property
     def num_nodes(self) -> int:
         return len(self.node_infos())
+
+    @property
+    def generation(self) -> int:
+        """The generation of the latest change to any node."""
+        return self._generation
+
+    def changed_since(self, generation: int) -> list[str]:
+        """The nodes changed (or removed) after ``generation``, newest first."""
+        out: list[str] = []
+        for name, changed in reversed(self._changed.items()):
+            if changed <= generation:
+                break
+            out.append(name)
+        return out
+
+    def _touch(self, name: str) -> None:
+        self._generation += 1
+        self._changed.pop(name, None)
+        self._changed[name] = self._generation
 
     def _interleave(self) -> list[NodeInfo]:
         columns = [self._zones[z] for z in self._zones]
@@ -132,6 +159,7 @@ class Cache:
         if info.node is not None:
             self._count_images(info, -1)
         info.set_node(node)
+        self._touch(name)
         self._count_images(info, 1)
         zone = zone_key(node)
         if self._zone_of.get(name) != zone:
@@ -150,6 +178,7 @@ class Cache:
             self._count_images(info, -1)
         self._leave_zone(name)
         self._lists_changed()
+        self._touch(name)
         if info.pods:
             info.node = None
         else:
@@ -221,6 +250,7 @@ class Cache:
         if info is None:
             info = self._nodes[node_name] = NodeInfo(node_name)
         info.add_pod(pod)
+        self._touch(node_name)
         self._pods[pod.uid] = _PodState(pod, node_name, assumed)
         if pod.has_affinity:
             self._affinity_lists_changed()
@@ -231,6 +261,7 @@ class Cache:
         if info is None:
             return state.info
         removed = info.remove_pod(uid)
+        self._touch(state.node)
         if info.node is None and not info.pods:
             del self._nodes[state.node]
         if state.info.has_affinity:

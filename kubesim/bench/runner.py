@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 import traceback
@@ -99,7 +100,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where the JSON results go (default bench/results)")
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    # SystemExit unwinds the scenario, so each cluster it started is stopped and its directory removed.
+    raise SystemExit(128 + signum)
+
+
 def main(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     names = args.scenario or list(SCENARIOS)
     if "etcd" not in names and _NEED_CEILING.intersection(names):
         names = ["etcd", *names]

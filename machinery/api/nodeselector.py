@@ -250,6 +250,11 @@ class RequiredNodeAffinity:
         terms = None if required is None else _compile_terms(required, strict=False)
         return cls(pairs, terms)
 
+    @property
+    def matches_every_node(self) -> bool:
+        """No nodeSelector and no required node affinity: every node matches."""
+        return not self._pairs and self._terms is None
+
     def matches(self, node_name: str, node_labels: Mapping[str, str]) -> bool:
         if self._pairs and not node_labels.items() >= self._pairs:
             return False

@@ -273,6 +273,15 @@ class NodeInfoLister(Protocol):
         """On how many nodes this image is present."""
         ...
 
+    @property
+    def generation(self) -> int:
+        """The generation of the latest change to any node (its Node, its Pods, its removal)."""
+        ...
+
+    def changed_since(self, generation: int) -> Sequence[str]:
+        """The names of the nodes changed or removed after ``generation``."""
+        ...
+
 
 class Handle(Protocol):
     """What a plugin may use besides the Pod and nodes it is handed (``framework.Handle``)."""

@@ -75,7 +75,7 @@ class PodInfo:
         "has_required_anti_affinity", "host_ports", "images", "key", "labels", "memory", "name",
         "namespace", "nonzero_cpu", "nonzero_memory", "owner", "pod", "preferred_affinity_terms",
         "preferred_anti_affinity_terms", "priority", "required_affinity_terms",
-        "required_anti_affinity_terms", "scalars", "start_time", "tolerations", "uid",
+        "required_anti_affinity_terms", "scalars", "start_time", "terminating", "tolerations", "uid",
     )
 
     def __init__(self, pod: V1Pod) -> None:
@@ -89,6 +89,8 @@ class PodInfo:
         self.name: str = meta.name or ""
         self.key = f"{self.namespace}/{self.name}"
         self.labels: Mapping[str, str] = meta.labels or _NO_LABELS
+        #: Whether the Pod has a deletionTimestamp (read in hot loops: a plain attribute).
+        self.terminating: bool = meta.deletion_timestamp is not None
         self.priority: int = spec.priority or 0
         self.tolerations = spec.tolerations or []
         requests = pod_requests(pod)
@@ -162,10 +164,6 @@ class PodInfo:
         return self._required_node_affinity
 
     @property
-    def terminating(self) -> bool:
-        return self.pod.metadata is not None and self.pod.metadata.deletion_timestamp is not None
-
-    @property
     def node_name(self) -> str:
         return (self.pod.spec.node_name if self.pod.spec is not None else None) or ""
 
@@ -183,6 +181,7 @@ class PodInfo:
         for slot in PodInfo.__slots__:
             object.__setattr__(copy, slot, getattr(self, slot))
         copy.pod = pod
+        copy.terminating = meta.deletion_timestamp is not None
         status = pod.status
         copy.start_time = status.start_time if status is not None else None
         return copy

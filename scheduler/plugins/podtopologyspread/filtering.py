@@ -17,12 +17,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from scheduler.framework.interface import SKIP, SUCCESS, Code, CycleState, PreFilterResult, StateKey, Status
+from scheduler.framework.interface import (
+    SKIP,
+    SUCCESS,
+    Code,
+    CycleState,
+    NodeInfoLister,
+    PreFilterResult,
+    StateKey,
+    Status,
+)
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.podtopologyspread.common import (
     NAME,
     Constraint,
+    MatchCounts,
     count_matching,
+    includes_every_node,
     node_has_topology_keys,
 )
 
@@ -102,11 +113,33 @@ class PreFilterState:
 _PRE_FILTER_KEY: Final = StateKey[PreFilterState]("PreFilter" + NAME)
 
 
-def pre_filter(state: CycleState, pod: PodInfo, constraints: list[Constraint],
-               nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+def pre_filter(state: CycleState, pod: PodInfo, constraints: list[Constraint], nodes: Sequence[NodeInfo],
+               memo: tuple[MatchCounts, NodeInfoLister] | None = None) -> tuple[PreFilterResult | None, Status]:
+    """Count the matching Pods per domain of each DoNotSchedule constraint over ``nodes``.
+
+    With ``memo`` (kept counts, and the cache whose every node ``nodes`` is),
+    the counts come from the kept tallies when the Pod's inclusion policies
+    admit every node; else they are counted node by node, as Kubernetes does.
+    """
     if not constraints:
         return None, SKIP
     s = PreFilterState(constraints)
+    if memo is not None and all(includes_every_node(c, pod) for c in constraints):
+        # Every node with all the topology keys counts: the kept tallies are the counts.
+        required = tuple(c.topology_key for c in constraints)
+        for i, c in enumerate(constraints):
+            s.match_counts[i] = dict(memo[0].tally(memo[1], pod.namespace, c.selector, c.topology_key,
+                                                   required).totals)
+    else:
+        _count(s, pod, constraints, nodes)
+    for i, counts in enumerate(s.match_counts):
+        for value, count in counts.items():
+            s.critical_paths[i].update(value, count)
+    state.write(_PRE_FILTER_KEY, s)
+    return None, SUCCESS
+
+
+def _count(s: PreFilterState, pod: PodInfo, constraints: list[Constraint], nodes: Sequence[NodeInfo]) -> None:
     for node in nodes:
         if not node_has_topology_keys(node, constraints):
             continue
@@ -116,11 +149,6 @@ def pre_filter(state: CycleState, pod: PodInfo, constraints: list[Constraint],
             value = node.labels[c.topology_key]
             counts = s.match_counts[i]
             counts[value] = counts.get(value, 0) + count_matching(node.pods.values(), c.selector, pod.namespace)
-    for i, counts in enumerate(s.match_counts):
-        for value, count in counts.items():
-            s.critical_paths[i].update(value, count)
-    state.write(_PRE_FILTER_KEY, s)
-    return None, SUCCESS
 
 
 def add_pod(state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:

@@ -32,6 +32,7 @@ from scheduler.plugins.podtopologyspread.common import (
     SCHEDULE_ANYWAY,
     SYSTEM_DEFAULT_CONSTRAINTS,
     Constraint,
+    MatchCounts,
     default_selector,
     parse_constraints,
 )
@@ -48,6 +49,8 @@ class PodTopologySpread:
         self._handle = handle
         self._defaults = default_constraints
         self._system_defaulted = system_defaulted
+        #: Matching-Pod counts kept across cycles (see MatchCounts).
+        self._memo = MatchCounts()
 
     def _constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         spec = pod.pod.spec
@@ -63,7 +66,9 @@ class PodTopologySpread:
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
-        return filtering.pre_filter(state, pod, self._constraints(pod, DO_NOT_SCHEDULE), nodes)
+        lister = self._handle.snapshot
+        memo = (self._memo, lister) if nodes is lister.node_infos() else None
+        return filtering.pre_filter(state, pod, self._constraints(pod, DO_NOT_SCHEDULE), nodes, memo)
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
@@ -83,7 +88,7 @@ class PodTopologySpread:
         # Only spreading the user asked for requires every topology key: system defaults
         # still spread by hostname over nodes that have no zone.
         return scoring.pre_score(self._handle, state, pod, self._constraints(pod, SCHEDULE_ANYWAY), nodes,
-                                 require_all_topologies=has_own or not self._system_defaulted)
+                                 require_all_topologies=has_own or not self._system_defaulted, memo=self._memo)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         return scoring.score(state, pod, nodes)

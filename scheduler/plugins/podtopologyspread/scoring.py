@@ -20,13 +20,16 @@ from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_LABEL,
     NAME,
     Constraint,
+    MatchCounts,
+    Tally,
     count_matching,
+    includes_every_node,
     node_has_topology_keys,
 )
 
 
 class PreScoreState:
-    __slots__ = ("constraints", "counts", "ignored", "weights")
+    __slots__ = ("constraints", "counts", "hosts", "ignored", "weights")
 
     def __init__(self, constraints: list[Constraint]) -> None:
         self.constraints = constraints
@@ -34,6 +37,8 @@ class PreScoreState:
         self.ignored: set[str] = set()
         #: Per constraint: topology value -> matching Pods (hostname constraints are counted in Score).
         self.counts: list[dict[str, int]] = [{} for _ in constraints]
+        #: Per hostname constraint, the kept tally Score reads each node's count from (None: count in Score).
+        self.hosts: list[Tally | None] = [None] * len(constraints)
         self.weights: list[float] = []
 
     def clone(self) -> PreScoreState:
@@ -44,8 +49,16 @@ _PRE_SCORE_KEY: Final = StateKey[PreScoreState]("PreScore" + NAME)
 
 
 def pre_score(handle: Handle, state: CycleState, pod: PodInfo, constraints: list[Constraint],
-              feasible: Sequence[NodeInfo], *, require_all_topologies: bool) -> Status:
-    all_nodes = handle.snapshot.node_infos()
+              feasible: Sequence[NodeInfo], *, require_all_topologies: bool,
+              memo: MatchCounts | None = None) -> Status:
+    """Count the matching Pods per domain among the feasible nodes' domains, over all nodes.
+
+    With ``memo``, the counts come from the tallies kept across cycles when the
+    Pod's inclusion policies admit every node, and Score reads hostname counts
+    from them; else they are counted node by node, as Kubernetes does.
+    """
+    lister = handle.snapshot
+    all_nodes = lister.node_infos()
     if not all_nodes or not constraints:
         return SKIP
     s = PreScoreState(constraints)
@@ -64,15 +77,31 @@ def pre_score(handle: Handle, state: CycleState, pod: PodInfo, constraints: list
     for i, c in enumerate(constraints):
         size = len(feasible) - len(s.ignored) if c.topology_key == HOSTNAME_LABEL else sizes[i]
         s.weights.append(math.log(size + 2))
-    for node in all_nodes:
-        if require_all_topologies and not node_has_topology_keys(node, constraints):
-            continue
+    required = tuple(c.topology_key for c in constraints) if require_all_topologies else ()
+    if memo is not None:
+        # Score's per-node counts of hostname constraints ignore the inclusion policies, as Kubernetes'.
         for i, c in enumerate(constraints):
-            if not c.includes(pod, node):
+            if c.topology_key == HOSTNAME_LABEL:
+                s.hosts[i] = memo.tally(lister, pod.namespace, c.selector, HOSTNAME_LABEL, ())
+    if memo is not None and all(includes_every_node(c, pod) for c in constraints):
+        for i, c in enumerate(constraints):
+            counts = s.counts[i]
+            if c.topology_key == HOSTNAME_LABEL or not counts:
                 continue
-            value = node.labels.get(c.topology_key, "")
-            if value in s.counts[i]:
-                s.counts[i][value] += count_matching(node.pods.values(), c.selector, pod.namespace)
+            totals = memo.tally(lister, pod.namespace, c.selector, c.topology_key, required).totals
+            for value in counts:
+                counts[value] = totals.get(value, 0)
+    else:
+        for node in all_nodes:
+            if required and not node_has_topology_keys(node, constraints):
+                continue
+            for i, c in enumerate(constraints):
+                counts = s.counts[i]
+                if not counts:
+                    continue
+                value = node.labels.get(c.topology_key, "")
+                if value in counts and c.includes(pod, node):
+                    counts[value] += count_matching(node.pods.values(), c.selector, pod.namespace)
     state.write(_PRE_SCORE_KEY, s)
     return SUCCESS
 
@@ -90,7 +119,11 @@ def score(state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[in
             if value is None:
                 continue
             if c.topology_key == HOSTNAME_LABEL:
-                count = count_matching(node.pods.values(), c.selector, pod.namespace)
+                host = s.hosts[i]
+                if host is not None:
+                    count = host.per_node[node.name][1]
+                else:
+                    count = count_matching(node.pods.values(), c.selector, pod.namespace)
             else:
                 count = s.counts[i].get(value, 0)
             total += count * s.weights[i] + (c.max_skew - 1)
