@@ -48,6 +48,8 @@ def percentile(values: list[float], p: float) -> float | None:
 def fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
+    if unit == "" and float(value).is_integer():
+        return f"{int(value):,}"
     if unit == "bytes":
         return f"{value / 1024 / 1024:.0f} MiB"
     if unit == "s" and value < 1:

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kubelet_sim import bench as kubelet_bench
 from kubesim.bench import api, churn, density, etcd_ceiling, scheduling
 from kubesim.bench.cluster import cluster
-from kubesim.bench.measure import APISERVER_ARGS
+from kubesim.bench.measure import APISERVER_ARGS, RSS_GOALS, check_alive, start_component, start_kubelets
 from kubesim.bench.results import ScenarioResult, table, write_json
 
 
@@ -74,6 +75,35 @@ def _density(run: Run) -> ScenarioResult:
         return density.run(c, sizes, ceiling=run.ceiling, progress=_say)
 
 
+def _kwok(run: Run) -> ScenarioResult:
+    """KWOK's own benchmark: nodes to Ready, then pre-bound Pods to Running, no scheduler; heartbeats watched."""
+    nodes, pods = (100, 200) if run.quick else (5000, 10_000)
+    result = ScenarioResult("kubelet_sim (KWOK shape)")
+    with cluster(APISERVER_ARGS) as c:
+        # The node lifecycle controller alone: a late heartbeat would show as a node not Ready.
+        start_component(c, "controller-manager", "controller_manager",
+                        ["--controllers=node-lifecycle-controller"])
+        kubelet_metrics = start_kubelets(c, nodes)
+        kubelet = c.components["kubelet_sim"]
+        _say(f"kubelet_sim: {nodes} nodes, then {pods} Pods created already bound")
+        figures = asyncio.run(kubelet_bench.density(c.url, nodes=nodes, pods=pods, kubelet_pid=kubelet.pid,
+                                                    progress=_say))
+        del kubelet_metrics
+        check_alive(c)
+        c.sample()
+    result.add("nodes Ready", figures["nodes_ready_seconds"], "s", "KWOK: 5,000 nodes in < 60 s")
+    result.add("Pods Running", figures["pods_running_seconds"], "s", f"{pods} Pods; KWOK: 10,000 in < 60 s")
+    result.add("pods started/s", figures["pods_started_per_second"], "/s")
+    result.add("heartbeat lateness p99", figures["heartbeat_lateness_p99_seconds"], "s",
+               "Lease renewals later than the 10 s interval")
+    result.add("heartbeat gap max", figures["heartbeat_gap_max_seconds"], "s",
+               "a node is unreachable after 40 s")
+    result.add("nodes ever not Ready", figures["nodes_not_ready"], "", "goal 0")
+    result.add("kubelet_sim peak RSS", c.peak_rss.get("kubelet_sim"), "bytes", RSS_GOALS["kubelet_sim"])
+    result.add("apiserver peak RSS", c.peak_rss.get("apiserver"), "bytes", RSS_GOALS["apiserver"])
+    return result
+
+
 def _churn(run: Run) -> ScenarioResult:
     sizes = churn.Sizes(nodes=100, rate=20, seconds=5, lifetime=2) if run.quick else churn.Sizes()
     with cluster(APISERVER_ARGS) as c:
@@ -86,6 +116,7 @@ SCENARIOS: dict[str, Scenario] = {
     "api": _api,
     "scheduling": _scheduling,
     "density": _density,
+    "kwok": _kwok,
     "churn": _churn,
 }
 #: The scenarios whose figures are read against the etcd ceiling: the etcd scenario runs before them.

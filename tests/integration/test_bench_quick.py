@@ -18,7 +18,7 @@ from kubesim import procs
 
 pytestmark = pytest.mark.integration
 
-SCENARIOS = ["etcd ceiling", "API", "SchedulingBasic", "cluster density", "churn"]
+SCENARIOS = ["etcd ceiling", "API", "SchedulingBasic", "cluster density", "kubelet_sim (KWOK shape)", "churn"]
 
 
 @pytest.mark.timeout(400)
@@ -64,5 +64,8 @@ def test_quick_bench_completes_and_writes_its_results(tmp_path: Path) -> None:
     assert figure("cluster density", "startup latency p99") >= figure("cluster density",
                                                                       "startup latency p50")
     assert figure("cluster density", "kubelet_sim peak RSS") > 0
+    kwok = "kubelet_sim (KWOK shape)"
+    assert figure(kwok, "Pods Running") > 0 and figure(kwok, "heartbeat gap max") >= 10
+    assert figure(kwok, "kubelet_sim peak RSS") > 0
     assert figure("churn", "Pods created") == 100
     assert figure("churn", "mutating API p99") > 0
