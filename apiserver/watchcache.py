@@ -308,7 +308,7 @@ class WatchCache:
                 del self.state[key]
                 self._sorted_keys = None
                 rv = ev.kv.mod_revision
-                cev = CacheEvent("DELETED", rv, at_revision(prev, rv), prev)
+                cev = CacheEvent("DELETED", rv, self._compact(at_revision(prev, rv)), self._compact(prev))
             else:
                 # An object this APIServer just wrote arrives already decoded (see remember()).
                 own = self._own_writes.pop(key, None)
@@ -319,7 +319,7 @@ class WatchCache:
                     self._sorted_keys = None
                     cev = CacheEvent("ADDED", rv, entry, None)
                 else:
-                    cev = CacheEvent("MODIFIED", rv, entry, prev)
+                    cev = CacheEvent("MODIFIED", rv, entry, self._compact(prev))
             self._record(cev)
             for w in tuple(self.watchers):
                 if w.last_rv < rv:
@@ -328,6 +328,13 @@ class WatchCache:
         if not batch.events and batch.revision > self.rv:
             # A progress notification: everything up to this revision has been delivered.
             self.rv = batch.revision
+
+    def _compact(self, entry: Entry) -> Entry:
+        """An entry that is no longer current, for the window: without its parsed object, fields kept."""
+        if self.field_extractor is not None:
+            entry.fields(self.field_extractor)
+        entry.compact()
+        return entry
 
     def _record(self, ev: CacheEvent) -> None:
         self.window.append(ev)

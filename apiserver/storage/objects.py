@@ -58,7 +58,7 @@ class Entry:
     Labels and selectable fields are computed on first use and kept.
     """
 
-    __slots__ = ("_fields", "_obj", "key", "raw", "rv")
+    __slots__ = ("_fields", "_labels", "_obj", "key", "raw", "rv")
 
     def __init__(self, key: str, raw: bytes, rv: int, obj: Obj | None = None) -> None:
         self.key = key
@@ -66,6 +66,7 @@ class Entry:
         self.rv = rv
         self._obj = obj
         self._fields: dict[str, str] | None = None
+        self._labels: dict[str, str] | None = None
 
     @property
     def obj(self) -> Obj:
@@ -85,8 +86,20 @@ class Entry:
 
     @property
     def labels(self) -> dict[str, str]:
-        labels: dict[str, str] = self.obj.get("metadata", {}).get("labels") or {}
-        return labels
+        if self._labels is None:
+            self._labels = self.obj.get("metadata", {}).get("labels") or {}
+        return self._labels
+
+    def compact(self) -> None:
+        """Drop the parsed object (it is 5 to 10 times the JSON), keeping the labels watch filters read.
+
+        The watch cache calls it on an entry that is no longer current: the
+        window of recent events keeps such entries for resuming watches, and
+        what it holds must stay small. The object is parsed again if needed.
+        """
+        if self._obj is not None:
+            self.labels  # noqa: B018 - computed while the object is at hand
+            self._obj = None
 
     def fields(self, extractor: Callable[[Obj], dict[str, str]]) -> dict[str, str]:
         if self._fields is None:

@@ -49,3 +49,15 @@ def test_entries_decode_lazily_and_know_their_key() -> None:
     moved = at_revision(entry, 9)
     assert moved.obj["metadata"]["resourceVersion"] == "9" and entry.obj["metadata"]["resourceVersion"] == "3"
     assert Entry("/registry/minions/node-1", b"{}", 1).namespace == ""
+
+
+def test_a_compacted_entry_keeps_labels_and_fields_and_parses_again_on_demand() -> None:
+    obj = {"kind": "Pod", "metadata": {"name": "p", "labels": {"app": "web"}}, "spec": {"nodeName": "n1"}}
+    entry = Entry("/registry/pods/default/p", encode(obj), 7, obj)
+    fields = entry.fields(lambda o: {"spec.nodeName": o["spec"]["nodeName"]})
+    entry.compact()
+    assert entry._obj is None, "the parsed object is what compaction frees"
+    assert entry.labels == {"app": "web"}
+    assert entry.fields(lambda o: pytest.fail("fields are kept, not recomputed")) is fields
+    assert entry._obj is None
+    assert entry.obj == orjson.loads(entry.raw) and entry.obj["spec"] == obj["spec"]
