@@ -260,10 +260,9 @@ class Store:
 
     async def _count_after(self, prefix: str, start: str, revision: int) -> int | None:
         try:
-            kvs, _, _ = await self.storage.range(prefix, start=start, revision=revision)
+            return await self.storage.count(prefix, start=start, revision=revision)
         except StorageError:
             return None
-        return len(kvs)
 
     # --- create ------------------------------------------------------------------------------
 

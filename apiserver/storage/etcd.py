@@ -262,6 +262,14 @@ class EtcdStorage:
         resp = await self._call(self._kv.Range, req, timeout=max(self.timeout, 30.0))
         return [_kv(kv) for kv in resp.kvs], int(resp.header.revision), bool(resp.more)
 
+    async def count(self, prefix: str, *, start: str | None = None, revision: int = 0) -> int:
+        """How many keys under ``prefix`` from ``start`` (inclusive), at ``revision``: etcd counts, nothing is read."""
+        p = prefix.encode()
+        req = rpc.RangeRequest(key=(start or prefix).encode(), range_end=prefix_end(p), count_only=True,
+                               revision=revision)
+        resp = await self._call(self._kv.Range, req, timeout=max(self.timeout, 30.0))
+        return int(resp.count)
+
     async def compact(self, revision: int) -> None:
         await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=False),
                          timeout=60.0)
