@@ -93,9 +93,9 @@ class Entry:
     def compact(self) -> None:
         """Drop the parsed object (it is 5 to 10 times the JSON), keeping the labels watch filters read.
 
-        The watch cache calls it on an entry that is no longer current: the
-        window of recent events keeps such entries for resuming watches, and
-        what it holds must stay small. The object is parsed again if needed.
+        The watch cache calls it on every entry it keeps (the current state and
+        the window of recent events): with thousands of objects, what it holds
+        must stay small. The object is parsed again when something needs it.
         """
         if self._obj is not None:
             self.labels  # noqa: B018 - computed while the object is at hand
