@@ -143,7 +143,11 @@ async def scheduling_basic(api_url: str, *, nodes: int, existing_pods: int, pods
     sent: dict[int, float] = {}
     bound: dict[int, float] = {}
     all_bound = asyncio.Event()
-    watch = asyncio.create_task(_watch_bindings(api_url, ns, rv, bound, pods, all_bound), name="bench-watch")
+    # Open before the first create: a watch that connects late, behind thousands of creates, could
+    # find its resourceVersion gone from the watch cache's window (410).
+    path = f"{pods_path}?watch=true&resourceVersion={rv}&labelSelector=bench%3Dmeasured"
+    conn = await _open_watch(api_url, path)
+    watch = asyncio.create_task(_watch_bindings(conn, bound, pods, all_bound), name="bench-watch")
     say(phase="measure", pods=pods)
     first_create = time.perf_counter()
     creating = asyncio.create_task(_create_all(
@@ -177,9 +181,14 @@ async def _open_watch(url: str, path: str) -> Connection:
     for _ in range(_WATCH_ATTEMPTS):
         conn = await Connection.open(url)
         conn.writer.write(f"GET {path} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
-        status, _ = await conn.read_head()
-        if status == 200:
+        status, headers = await conn.read_head()
+        if status == 200 and headers.get("transfer-encoding") == "chunked":
             return conn
+        if status == 200:
+            # A whole answer rather than a stream: the watch ended at once (an ERROR event, say 410).
+            body = await conn.reader.read(int(headers.get("content-length", "0")) or 4096)
+            conn.close()
+            raise RuntimeError(f"watch ended at once: {body[:300]!r}")
         conn.close()
         if status != 504:
             raise RuntimeError(f"watch answered {status}")
@@ -187,10 +196,7 @@ async def _open_watch(url: str, path: str) -> Connection:
     raise RuntimeError(f"watch still answered 504 after {_WATCH_ATTEMPTS} attempts")
 
 
-async def _watch_bindings(url: str, ns: str, rv: str, bound: dict[int, float], total: int,
-                          done: asyncio.Event) -> None:
-    path = f"/api/v1/namespaces/{ns}/pods?watch=true&resourceVersion={rv}&labelSelector=bench%3Dmeasured"
-    conn = await _open_watch(url, path)
+async def _watch_bindings(conn: Connection, bound: dict[int, float], total: int, done: asyncio.Event) -> None:
     pending = b""
     try:
         while True:
@@ -201,6 +207,8 @@ async def _watch_bindings(url: str, ns: str, rv: str, bound: dict[int, float], t
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for line in lines:
+                if line.startswith(b'{"type":"ERROR"'):
+                    raise RuntimeError(f"the watch of the benchmark's Pods ended: {line[:300]!r}")
                 if b'"nodeName"' not in line:
                     continue
                 obj = orjson.loads(line)["object"]
