@@ -106,12 +106,16 @@ def test_every_readme_command_runs_and_prints_what_it_says(live: tuple[Path, int
         outputs = []
         for command in block.commands:
             if command.startswith("make "):
-                # The quickstart: `make up` runs until Ctrl-C and `make test` is this suite;
-                # check what they would run.
+                # The quickstart: `make up` runs until Ctrl-C, `make test` is this suite and `make bench`
+                # takes a quarter of an hour; check what they would run.
                 done = subprocess.run(["make", "-n", *shlex.split(command)[1:]], cwd=ROOT, capture_output=True,
                                       text=True, timeout=60, check=False)
                 assert done.returncode == 0, f"{command}: {done.stderr}"
-                assert "kubesim up" in done.stdout or "pytest" in done.stdout, (command, done.stdout)
+                target = shlex.split(command)[1]
+                expected = {"up": "kubesim up", "test": "pytest", "bench": "kubesim bench"}[target]
+                assert expected in done.stdout, (command, done.stdout)
+                args = [a for a in shlex.split(command)[2:] if a.startswith("ARGS=")]
+                assert all(a.removeprefix("ARGS=") in done.stdout for a in args), (command, done.stdout)
                 continue
             concrete = command.replace("127.0.0.1:8080", f"127.0.0.1:{port}").replace(".venv/bin/", f"{bindir}/")
             done = subprocess.run(["bash", "-e", "-c", concrete], cwd=workdir, env=env, capture_output=True,
