@@ -18,6 +18,10 @@ Filter then looks up the node's own topology pairs:
 
 A term's ``namespaceSelector`` is resolved to namespace names in PreFilter
 (``mergeAffinityTermNamespacesIfNotEmpty``), so Filter never reads namespaces.
+
+``affinity`` and ``anti`` come from tallies kept across cycles
+(:mod:`scheduler.framework.tallies`) when PreFilter is given every node: the
+same counts as Kubernetes' walk over every Pod of every node, without the walk.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ from scheduler.framework.interface import (
     Code,
     CycleState,
     Handle,
+    NodeInfoLister,
     PreFilterResult,
     StateKey,
     Status,
 )
+from scheduler.framework.tallies import Tallies
 from scheduler.framework.types import AffinityTerm, NodeInfo, PodInfo
 from scheduler.plugins import names
 
@@ -117,8 +123,25 @@ class PreFilterState:
 _PRE_FILTER_KEY: Final = StateKey[PreFilterState]("PreFilter" + NAME)
 
 
-def pre_filter(handle: Handle, state: CycleState, pod: PodInfo,
-               nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+def _add_tally(counts: Counts, tallies: Tallies, lister: NodeInfoLister, terms: tuple[AffinityTerm, ...],
+               topology_key: str) -> None:
+    """Add, per domain of ``topology_key``, the Pods that match all ``terms``, from a kept tally."""
+    def entry(node: NodeInfo) -> tuple[str, int] | None:
+        value = node.labels.get(topology_key)
+        if value is None:
+            return None
+        return value, sum(1 for p in node.pods.values() if matches_all(terms, p))
+
+    totals = tallies.tally(lister, (terms, topology_key), entry).totals
+    for value, count in totals.items():
+        if count:
+            pair = (topology_key, value)
+            counts[pair] = counts.get(pair, 0) + count
+
+
+def pre_filter(handle: Handle, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+               tallies: Tallies | None = None) -> tuple[PreFilterResult | None, Status]:
+    """Count what Filter reads; with ``tallies`` and every node, the incoming Pod's terms use kept counts."""
     if pod.affinity_error is not None:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"parsing pod: {pod.affinity_error}", plugin=NAME)
     affinity_terms = tuple(merge_namespaces(t, handle) for t in pod.required_affinity_terms)
@@ -131,7 +154,12 @@ def pre_filter(handle: Handle, state: CycleState, pod: PodInfo,
                     _bump(s.existing_anti, node, term.topology_key, 1)
     if not s.existing_anti and not affinity_terms and not anti_terms:
         return None, SKIP
-    if affinity_terms or anti_terms:
+    if (affinity_terms or anti_terms) and tallies is not None and nodes is handle.snapshot.node_infos():
+        for term in affinity_terms:
+            _add_tally(s.affinity, tallies, handle.snapshot, affinity_terms, term.topology_key)
+        for term in anti_terms:
+            _add_tally(s.anti, tallies, handle.snapshot, (term,), term.topology_key)
+    elif affinity_terms or anti_terms:
         for node in nodes:
             for existing in node.pods.values():
                 if matches_all(affinity_terms, existing):

@@ -22,6 +22,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from scheduler.framework.tallies import Tallies
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.helper import int_arg, plugin_args
 from scheduler.plugins.interpodaffinity import filtering, scoring
@@ -37,10 +38,12 @@ class InterPodAffinity:
         self._handle = handle
         self._hard_weight = hard_pod_affinity_weight
         self._ignore_existing_preferred = ignore_preferred_terms_of_existing_pods
+        #: Pods matching the incoming Pods' terms, per domain, kept across cycles.
+        self._tallies = Tallies()
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
-        return filtering.pre_filter(self._handle, state, pod, nodes)
+        return filtering.pre_filter(self._handle, state, pod, nodes, self._tallies)
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self

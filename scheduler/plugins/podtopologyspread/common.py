@@ -9,6 +9,7 @@ from typing import Any, Final
 from machinery.api import NO_EXECUTE, NO_SCHEDULE, Selector, find_untolerated_taint, selector_from_set
 from machinery.api.labels import Operator, Requirement
 from scheduler.framework.interface import Handle, NodeInfoLister
+from scheduler.framework.tallies import Tallies, Tally
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
 
@@ -121,91 +122,30 @@ def includes_every_node(constraint: Constraint, pod: PodInfo) -> bool:
     return not constraint.honor_node_affinity or pod.required_node_affinity.matches_every_node
 
 
-class Tally:
-    """The Pods one selector matches in one namespace, per node and per value of one topology key.
-
-    ``per_node`` holds, for each node that counts (it has every one of the
-    required keys), its value of the topology key ("" when it has none) and
-    its matching Pods; ``totals`` sums them per value, and has every value
-    some counted node has, with 0 when none of its Pods match (a domain
-    without matching Pods is still a domain).
-    """
-
-    __slots__ = ("_nodes_per_value", "generation", "per_node", "totals")
-
-    def __init__(self) -> None:
-        self.generation = -1
-        self.per_node: dict[str, tuple[str, int]] = {}
-        self.totals: dict[str, int] = {}
-        self._nodes_per_value: dict[str, int] = {}
-
-    def set(self, name: str, entry: tuple[str, int] | None) -> None:
-        """Replace what node ``name`` counts (None: it does not count, or is gone)."""
-        old = self.per_node.pop(name, None)
-        if old is not None:
-            value, count = old
-            nodes = self._nodes_per_value[value] - 1
-            if nodes:
-                self._nodes_per_value[value] = nodes
-                self.totals[value] -= count
-            else:
-                del self._nodes_per_value[value]
-                del self.totals[value]
-        if entry is not None:
-            self.per_node[name] = entry
-            value, count = entry
-            self._nodes_per_value[value] = self._nodes_per_value.get(value, 0) + 1
-            self.totals[value] = self.totals.get(value, 0) + count
-
-
 _TallyKey = tuple[str, Selector, str, tuple[str, ...]]
 
 
 class MatchCounts:
-    """Matching-Pod counts kept across scheduling cycles (kubesim's own; Kubernetes recounts each cycle).
+    """Matching-Pod counts kept across cycles (see :mod:`scheduler.framework.tallies`).
 
-    Kubernetes counts, in every PreFilter and PreScore, the Pods each
-    constraint matches on every node: 5,000 nodes times their Pods, spread over
-    16 goroutines. One Python thread cannot afford that for every Pod, so the
-    counts of each (namespace, selector, topology key, required keys) are kept
-    between cycles and brought up to date from the nodes the cache reports
-    changed since (their Node, their Pods, their removal): the same numbers as
-    a full recount, at the cost of the nodes that changed. The plugin uses
-    them only when the Pod's node inclusion policies admit every node
+    One tally per (namespace, selector, topology key, required keys): a node
+    counts when it has every required key, with its value of the topology
+    key ("" when it has none) and its matching Pods. The plugin uses them
+    only when the Pod's node inclusion policies admit every node
     (:func:`includes_every_node`); otherwise it counts as Kubernetes does.
-    The least recently used tallies are dropped beyond ``capacity``.
     """
 
     def __init__(self, capacity: int = 64) -> None:
-        self._capacity = capacity
-        self._tallies: dict[_TallyKey, Tally] = {}
+        self._tallies = Tallies(capacity)
 
     def tally(self, lister: NodeInfoLister, namespace: str, selector: Selector, topology_key: str,
               required_keys: tuple[str, ...]) -> Tally:
         """The tally of this key, up to date with ``lister`` (the scheduler's cache)."""
-        key = (namespace, selector, topology_key, required_keys)
-        tally = self._tallies.pop(key, None)
-        if tally is None:
-            tally = Tally()
-            if len(self._tallies) >= self._capacity:
-                del self._tallies[next(iter(self._tallies))]
-        self._tallies[key] = tally
-        generation = lister.generation
-        if tally.generation < 0:
-            for node in lister.node_infos():
-                tally.set(node.name, _entry(node, namespace, selector, topology_key, required_keys))
-        elif tally.generation != generation:
-            for name in lister.changed_since(tally.generation):
-                node = lister.get(name)
-                entry = _entry(node, namespace, selector, topology_key, required_keys) if node else None
-                tally.set(name, entry)
-        tally.generation = generation
-        return tally
+        def entry(node: NodeInfo) -> tuple[str, int] | None:
+            labels = node.labels
+            if required_keys and not all(k in labels for k in required_keys):
+                return None
+            return labels.get(topology_key, ""), count_matching(node.pods.values(), selector, namespace)
 
-
-def _entry(node: NodeInfo, namespace: str, selector: Selector, topology_key: str,
-           required_keys: tuple[str, ...]) -> tuple[str, int] | None:
-    labels = node.labels
-    if required_keys and not all(k in labels for k in required_keys):
-        return None
-    return labels.get(topology_key, ""), count_matching(node.pods.values(), selector, namespace)
+        key: _TallyKey = (namespace, selector, topology_key, required_keys)
+        return self._tallies.tally(lister, key, entry)

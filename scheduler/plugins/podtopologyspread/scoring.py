@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from typing import Final
 
 from scheduler.framework.interface import MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, Handle, StateKey, Status
+from scheduler.framework.tallies import Tally
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.podtopologyspread.common import (
     HOSTNAME_LABEL,
     NAME,
     Constraint,
     MatchCounts,
-    Tally,
     count_matching,
     includes_every_node,
     node_has_topology_keys,
