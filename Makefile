@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 ARGS   ?=
 
-.PHONY: up test test-fast bench venv clean
+.PHONY: up test test-fast lint bench venv clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,11 @@ test: $(STAMP)
 # The fast loop: pure logic only, no etcd or server processes.
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not integration and not e2e and not kubectl" $(ARGS)
+
+# Static checks: ruff over the tree, mypy over the code (not the tests) as pyproject.toml configures it.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy apiserver machinery controller_manager scheduler kubelet_sim kubesim
 
 bench: $(STAMP)
 	$(VENV)/bin/kubesim bench $(ARGS)

@@ -90,7 +90,7 @@ def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def check_kind(obj: Any, ri: ResourceInfo, *, kind: str | None = None, api_version: str | None = None) -> Obj:
+def check_kind(obj: Any, ri: ResourceInfo[Any], *, kind: str | None = None, api_version: str | None = None) -> Obj:
     """Check that the body is an object of the endpoint's kind and version; fill them in when absent."""
     kind = kind or ri.kind
     api_version = api_version or ri.api_version
@@ -187,7 +187,7 @@ def _number_to_quantity(value: float) -> str:
     return str(value)
 
 
-def normalize_quantities(obj: Obj, ri: ResourceInfo) -> None:
+def normalize_quantities(obj: Obj, ri: ResourceInfo[Any]) -> None:
     walker = _walker(ri.definition)
     if walker is not None:
         walker(obj)
@@ -224,7 +224,7 @@ _GO_TYPES: Final = {
 }
 
 
-def check_fields(obj: Obj, ri: ResourceInfo, field_validation: str, warnings: list[str],
+def check_fields(obj: Obj, ri: ResourceInfo[Any], field_validation: str, warnings: list[str],
                  *, kind: str | None = None, model: type[pydantic.BaseModel] | None = None) -> None:
     """Type-check ``obj`` against the kind's model; handle unknown fields per ``field_validation``.
 

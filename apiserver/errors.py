@@ -52,7 +52,7 @@ def success_status(*, code: int = 200, details: dict[str, Any] | None = None) ->
     return body
 
 
-def _details(ri: ResourceInfo | None, name: str | None, **extra: Any) -> dict[str, Any]:
+def _details(ri: ResourceInfo[Any] | None, name: str | None, **extra: Any) -> dict[str, Any]:
     details: dict[str, Any] = {}
     if name:
         details["name"] = name
@@ -64,11 +64,11 @@ def _details(ri: ResourceInfo | None, name: str | None, **extra: Any) -> dict[st
     return details
 
 
-def _qualified(ri: ResourceInfo) -> str:
+def _qualified(ri: ResourceInfo[Any]) -> str:
     return ri.group_resource
 
 
-def not_found(ri: ResourceInfo, name: str) -> APIError:
+def not_found(ri: ResourceInfo[Any], name: str) -> APIError:
     return APIError(404, "NotFound", f'{_qualified(ri)} "{name}" not found', _details(ri, name))
 
 
@@ -77,11 +77,11 @@ def namespace_not_found(namespace: str) -> APIError:
                     {"name": namespace, "kind": "namespaces"})
 
 
-def already_exists(ri: ResourceInfo, name: str) -> APIError:
+def already_exists(ri: ResourceInfo[Any], name: str) -> APIError:
     return APIError(409, "AlreadyExists", f'{_qualified(ri)} "{name}" already exists', _details(ri, name))
 
 
-def conflict(ri: ResourceInfo, name: str, why: str) -> APIError:
+def conflict(ri: ResourceInfo[Any], name: str, why: str) -> APIError:
     return APIError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(ri)} "{name}": {why}',
                     _details(ri, name))
 
@@ -89,11 +89,11 @@ def conflict(ri: ResourceInfo, name: str, why: str) -> APIError:
 OBJECT_MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
 
 
-def stale(ri: ResourceInfo, name: str) -> APIError:
+def stale(ri: ResourceInfo[Any], name: str) -> APIError:
     return conflict(ri, name, OBJECT_MODIFIED)
 
 
-def invalid(ri: ResourceInfo, name: str, message: str, causes: list[dict[str, Any]]) -> APIError:
+def invalid(ri: ResourceInfo[Any], name: str, message: str, causes: list[dict[str, Any]]) -> APIError:
     details: dict[str, Any] = {"name": name, "kind": ri.kind, "causes": causes}
     if ri.group:
         details["group"] = ri.group
@@ -104,11 +104,11 @@ def bad_request(message: str) -> APIError:
     return APIError(400, "BadRequest", message)
 
 
-def forbidden(ri: ResourceInfo, name: str, why: str) -> APIError:
+def forbidden(ri: ResourceInfo[Any], name: str, why: str) -> APIError:
     return APIError(403, "Forbidden", f'{_qualified(ri)} "{name}" is forbidden: {why}', _details(ri, name))
 
 
-def namespace_terminating(ri: ResourceInfo, name: str, namespace: str) -> APIError:
+def namespace_terminating(ri: ResourceInfo[Any], name: str, namespace: str) -> APIError:
     err = forbidden(ri, name, f"unable to create new content in namespace {namespace} "
                               "because it is being terminated")
     err.details = {**(err.details or {}), "causes": [{

@@ -331,7 +331,7 @@ def _patch_body() -> Json:
     return {"content": _content(_ref(_PATCH), _PATCH_MEDIA_TYPES), "required": True}
 
 
-def _resource_paths(ri: ResourceInfo) -> Iterator[tuple[str, str, Json]]:
+def _resource_paths(ri: ResourceInfo[Any]) -> Iterator[tuple[str, str, Json]]:
     """``(path, method, operation)`` for every operation kubesim serves on one resource."""
     names = _Names(ri.group, ri.version)
     gv = names.operation_infix
@@ -407,7 +407,7 @@ def _resource_paths(ri: ResourceInfo) -> Iterator[tuple[str, str, Json]]:
         yield from _subresource_paths(ri, sub, names, item)
 
 
-def _subresource_paths(ri: ResourceInfo, sub: Subresource, names: _Names,
+def _subresource_paths(ri: ResourceInfo[Any], sub: Subresource, names: _Names,
                        item: str) -> Iterator[tuple[str, str, Json]]:
     group, version = sub.group or ri.group, sub.version or ri.version
     gvk = _gvk(group, version, sub.kind)

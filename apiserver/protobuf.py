@@ -88,8 +88,9 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def _fields(data: bytes) -> list[tuple[int, int, Any]]:
     """(field number, wire type, value) triples; length-delimited values as bytes."""
-    out = []
+    out: list[tuple[int, int, Any]] = []
     pos = 0
+    value: int | bytes
     while pos < len(data):
         tag, pos = _varint(data, pos)
         number, wire = tag >> 3, tag & 7
@@ -122,8 +123,8 @@ def decode_message(name: str, data: bytes) -> Any:
         return t.strftime("%Y-%m-%dT%H:%M:%SZ")
     if name == "FieldsV1":
         # Its one field holds the JSON form of the field set.
-        raw = next((bytes(v) for n, _, v in _fields(data) if n == 1), b"")
-        return orjson.loads(raw) if raw else {}
+        field_set = next((bytes(v) for n, _, v in _fields(data) if n == 1), b"")
+        return orjson.loads(field_set) if field_set else {}
     obj: dict[str, Any] = {}
     for number, wire, value in _fields(data):
         if number not in schema:

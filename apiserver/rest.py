@@ -36,7 +36,8 @@ from apiserver.registry import replicationcontrollers as rc_registry
 from apiserver.registry.store import DeleteOptions, Store, WriteOptions, storage_error
 from apiserver.server import APIServer
 from apiserver.storage.etcd import StorageError
-from apiserver.watchcache import Entry, Filter, NotFresh, TooOld, error_line
+from apiserver.storage.objects import Entry
+from apiserver.watchcache import Filter, NotFresh, TooOld, error_line
 from machinery.api import kinds
 from machinery.api.fields import FieldSelector
 from machinery.api.kinds import ResourceInfo
@@ -48,7 +49,7 @@ JSON: Final = "application/json"
 
 @dataclass(slots=True)
 class RequestInfo:
-    ri: ResourceInfo
+    ri: ResourceInfo[Any]
     namespace: str | None
     name: str | None
     subresource: str | None
@@ -159,7 +160,7 @@ def _int_param(request: Request, name: str, default: int | None = None) -> int |
     if value in (None, ""):
         return default
     try:
-        return int(value)  # type: ignore[arg-type]
+        return int(value)
     except ValueError:
         raise errors.bad_request(f'invalid value for {name}: "{value}"') from None
 
@@ -184,7 +185,7 @@ def warning_headers(warnings: list[str] | None) -> list[tuple[str, str]]:
     return out
 
 
-def object_response(request: Request, ri: ResourceInfo, entry: Entry, status: int = 200,
+def object_response(request: Request, ri: ResourceInfo[Any], entry: Entry, status: int = 200,
                     warnings: list[str] | None = None) -> Response:
     if tables.wants_table(request.headers.get("accept")):
         table = tables.table_for(ri, [entry.obj], include_object=request.query_params.get("includeObject") or
@@ -237,7 +238,7 @@ async def read_body(request: Request) -> bytes:
     return body
 
 
-async def decode_object(request: Request, ri: ResourceInfo, opts: WriteOptions, *,
+async def decode_object(request: Request, ri: ResourceInfo[Any], opts: WriteOptions, *,
                         kind: str | None = None, api_version: str | None = None) -> dict[str, Any]:
     body = await read_body(request)
     mode = field_validation(request)
@@ -294,7 +295,7 @@ async def list_objects(request: Request, store: Store, info: RequestInfo) -> Res
         raise errors.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
     if rv not in (None, ""):
         try:
-            int(rv)  # type: ignore[arg-type]
+            int(rv)
         except ValueError:
             raise errors.bad_request(f'invalid resourceVersion "{rv}"') from None
     result = await store.list(flt, limit=limit, continue_token=q.get("continue") or None,
@@ -426,10 +427,12 @@ async def update(request: Request, store: Store, info: RequestInfo) -> Response:
     wanted = meta.get("resourceVersion") or None
 
     def replace(_current: dict[str, Any], _entry: Entry) -> dict[str, Any]:
-        return orjson.loads(orjson.dumps(obj))
+        copy: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+        return copy
 
     def fresh() -> dict[str, Any]:
-        return orjson.loads(orjson.dumps(obj))
+        copy: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+        return copy
 
     entry, created = await store.update_with(info.namespace, info.name, replace, opts,
                                              expect_rv=lambda _n: wanted, create=fresh)

@@ -64,8 +64,8 @@ class APIServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.storage = EtcdStorage(settings.etcd_servers, timeout=settings.etcd_request_timeout)
-        self.caches: dict[ResourceInfo, WatchCache] = {}
-        self.stores: dict[ResourceInfo, Store] = {}
+        self.caches: dict[ResourceInfo[Any], WatchCache] = {}
+        self.stores: dict[ResourceInfo[Any], Store] = {}
         for ri in kinds.RESOURCES:
             strategy = (pods.PodStrategy(
                 not_ready_toleration_seconds=settings.default_not_ready_toleration_seconds,
@@ -84,7 +84,7 @@ class APIServer:
         self._tasks: list[asyncio.Task[None]] = []
         self.stopping = asyncio.Event()
 
-    def store(self, ri: ResourceInfo) -> Store:
+    def store(self, ri: ResourceInfo[Any]) -> Store:
         return self.stores[ri]
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -182,7 +182,7 @@ class APIServer:
 
     # --- admission -----------------------------------------------------------------------------
 
-    async def check_namespace(self, ri: ResourceInfo, namespace: str, name: str) -> None:
+    async def check_namespace(self, ri: ResourceInfo[Any], namespace: str, name: str) -> None:
         """NamespaceLifecycle admission: the namespace exists and is not terminating."""
         ns_store = self.stores[kinds.NAMESPACES]
         entry = ns_store.cache.get(kinds.NAMESPACES.etcd_key(None, namespace))
@@ -199,7 +199,7 @@ class APIServer:
             raise errors.namespace_terminating(ri, name, namespace)
 
 
-def _field_tracker(ri: ResourceInfo) -> FieldTracker:
+def _field_tracker(ri: ResourceInfo[Any]) -> FieldTracker:
     """Record field ownership (metadata.managedFields) on every write of ``ri``."""
 
     def track(old: dict[str, Any] | None, new: dict[str, Any], manager: str, subresource: str | None) -> None:

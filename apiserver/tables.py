@@ -540,7 +540,7 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[_Column, ...], _RowFunc]]] = 
 }
 
 
-def table_for(ri: ResourceInfo, objects: list[Obj], *, include_object: str = "Metadata",
+def table_for(ri: ResourceInfo[Any], objects: list[Obj], *, include_object: str = "Metadata",
               resource_version: str = "", continue_token: str | None = None,
               remaining_item_count: int | None = None, now: datetime | None = None) -> dict[str, Any]:
     """A ``meta.k8s.io/v1`` Table of ``objects`` (one object for a GET, the items for a LIST).

@@ -203,7 +203,7 @@ class NotFresh(Exception):
 class WatchCache:
     """The cached state and recent history of one resource, kept current by one etcd watch."""
 
-    def __init__(self, ri: ResourceInfo, storage: EtcdStorage, *, capacity: int = 10_000,
+    def __init__(self, ri: ResourceInfo[Any], storage: EtcdStorage, *, capacity: int = 10_000,
                  max_watcher_queue: int = DEFAULT_WATCHER_QUEUE,
                  field_extractor: Callable[[dict[str, Any]], dict[str, str]] | None = None) -> None:
         self.ri = ri

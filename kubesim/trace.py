@@ -147,8 +147,8 @@ def build(api: httpx.Client, namespace: str, name: str) -> tuple[list[Step], str
                           lspec.get("acquireTime"), done=obj is not None))
     if node:
         node_obj = _get(api, f"/api/v1/nodes/{node}") or {}
-        ready = next((c for c in (node_obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
-                     {})
+        ready: dict[str, Any] = next((c for c in (node_obj.get("status") or {}).get("conditions") or []
+                                      if c.get("type") == "Ready"), {})
         steps.append(Step(1, f"kubelet {node}", f"lists and watches Pods bound to {node} (node {'Ready' if ready.get('status') == 'True' else 'not Ready'})",
                           ready.get("lastTransitionTime") or (node_obj.get("metadata") or {}).get("creationTimestamp")))
     else:
@@ -193,8 +193,10 @@ def build(api: httpx.Client, namespace: str, name: str) -> tuple[list[Step], str
         ]
 
     # Steps 7 to 11: stored, watched, scheduled, bound.
-    scheduled = (by_reason.get("Scheduled") or [None])[0]
-    failed = (by_reason.get("FailedScheduling") or [None])[-1]
+    scheduled_events = by_reason.get("Scheduled") or []
+    failed_events = by_reason.get("FailedScheduling") or []
+    scheduled = scheduled_events[0] if scheduled_events else None
+    failed = failed_events[-1] if failed_events else None
     steps.append(Step(7, "apiserver", f"stored /registry/pods/{namespace}/{name}", meta.get("creationTimestamp"),
                       resource_version=created_rv))
     first_scheduler_event = scheduled or failed
@@ -226,10 +228,10 @@ def build(api: httpx.Client, namespace: str, name: str) -> tuple[list[Step], str
                       if started else f"waiting: containers not started (phase {status.get('phase', 'Pending')})",
                       _event_time(started[-1]) if started else None, resource_version=reported_rv,
                       done=bool(started)))
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    pod_ready: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
     steps.append(Step(13, "apiserver", f"stored the Running status (podIP {status.get('podIP')}) and answered the "
                       "kubelet" if running_rv else f"waiting: phase is {status.get('phase', 'Pending')}",
-                      ready.get("lastTransitionTime") if running_rv else None, resource_version=running_rv,
+                      pod_ready.get("lastTransitionTime") if running_rv else None, resource_version=running_rv,
                       done=running_rv is not None))
 
     base = parse_time(next((s.time for s in steps if s.step == 2 and s.time), None))

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 from apiserver import errors
 from apiserver.registry.store import DeleteOptions, Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
+from apiserver.storage.objects import Entry
 from apiserver.validation import core as validation
 from apiserver.validation import defaults
 from apiserver.validation.field import FieldError, invalid_message
-from apiserver.watchcache import Entry
 from machinery.api import kinds
 from machinery.api.meta import now_time
 from machinery.api.quantity import parse_quantity

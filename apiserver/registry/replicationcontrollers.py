@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 from apiserver import errors
 from apiserver.registry.store import Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
+from apiserver.storage.objects import Entry
 from apiserver.validation import core as validation
 from apiserver.validation.field import FieldError
-from apiserver.watchcache import Entry
 from machinery.api import kinds
 from machinery.api.labels import format_selector
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import datetime
 import logging
 import random
@@ -156,7 +157,7 @@ class Store:
     """CRUD, list and watch for one resource, on etcd and its watch cache."""
 
     def __init__(self, strategy: Strategy, storage: EtcdStorage, cache: WatchCache, *,
-                 namespace_exists: Callable[[ResourceInfo, str, str], Awaitable[None]] | None = None,
+                 namespace_exists: Callable[[ResourceInfo[Any], str, str], Awaitable[None]] | None = None,
                  field_tracker: FieldTracker | None = None, ttl_seconds: int = 0) -> None:
         self.strategy = strategy
         self.ri = strategy.ri
@@ -196,7 +197,7 @@ class Store:
                                               resource_version=resource_version, exact=exact)
         try:
             if resource_version not in (None, "", "0"):
-                await self.cache.wait_for(int(resource_version))  # type: ignore[arg-type]
+                await self.cache.wait_for(int(resource_version))
             elif resource_version != "0":
                 await self.cache.wait_fresh()
             else:
@@ -534,7 +535,7 @@ class Store:
         self.cache.remember(entry)
         return entry
 
-    def _invalid(self, obj: Obj, errs: list[FieldError]) -> APIError:
+    def _invalid(self, obj: Obj, errs: builtins.list[FieldError]) -> APIError:
         name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
         # Kubernetes names grouped kinds with their group: 'Lease.coordination.k8s.io "x" is invalid'.
         kind = f"{self.ri.kind}.{self.ri.group}" if self.ri.group else self.ri.kind

@@ -25,7 +25,7 @@ _STATUS_WRITABLE = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 class Strategy:
-    ri: ClassVar[ResourceInfo]
+    ri: ClassVar[ResourceInfo[Any]]
     #: DELETE answers with the object (True) or with a Status (False), as kube-apiserver's store does.
     return_deleted_object: ClassVar[bool] = False
     allow_create_on_update: ClassVar[bool] = False

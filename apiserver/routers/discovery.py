@@ -110,7 +110,7 @@ def _storage_version_hash(group: str, version: str, kind: str) -> str:
     return base64.b64encode(hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]).decode()
 
 
-def _api_resource(ri: ResourceInfo) -> Json:
+def _api_resource(ri: ResourceInfo[Any]) -> Json:
     entry: Json = {"name": ri.plural, "singularName": ri.singular, "namespaced": ri.namespaced,
                    "kind": ri.kind, "verbs": sorted(ri.verbs)}
     if ri.short_names:
@@ -121,7 +121,7 @@ def _api_resource(ri: ResourceInfo) -> Json:
     return entry
 
 
-def _api_subresource(ri: ResourceInfo, sub: Subresource) -> Json:
+def _api_subresource(ri: ResourceInfo[Any], sub: Subresource) -> Json:
     entry: Json = {"name": f"{ri.plural}/{sub.name}", "singularName": "", "namespaced": ri.namespaced}
     if sub.group or sub.version:
         entry["group"] = sub.group

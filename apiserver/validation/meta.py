@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from apiserver.validation.field import FieldError, Path, go_quote
+from apiserver.validation.field import FieldError, Path
 from machinery.api import meta as metautil
 from machinery.api import names
+from machinery.api.names import go_quote
 
 #: A per-resource name rule: ``(name, prefix) -> problems``; ``prefix`` is true for ``generateName``.
 NameRule = Callable[[str, bool], list[str]]

@@ -84,7 +84,7 @@ class Tallies:
                 tally.set(node.name, entry(node))
         elif tally.generation != generation:
             for name in lister.changed_since(tally.generation):
-                node = lister.get(name)
-                tally.set(name, entry(node) if node is not None else None)
+                changed = lister.get(name)
+                tally.set(name, entry(changed) if changed is not None else None)
         tally.generation = generation
         return tally
