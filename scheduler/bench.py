@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from kubesim.bench.rawhttp import Connection
+from kubesim.bench.rawhttp import Connection, open_watch, watch_lines
 from kubesim.bench.results import percentile
 
 Variant = Literal["basic", "node-affinity", "pod-anti-affinity"]
@@ -46,7 +46,6 @@ Progress = Callable[[dict[str, Any]], None]
 
 _CONCURRENCY: Final = 64
 _STALL_TIMEOUT: Final = 120.0
-_WATCH_ATTEMPTS: Final = 30
 _ZONE: Final = "topology.kubernetes.io/zone"
 
 
@@ -146,7 +145,7 @@ async def scheduling_basic(api_url: str, *, nodes: int, existing_pods: int, pods
     # Open before the first create: a watch that connects late, behind thousands of creates, could
     # find its resourceVersion gone from the watch cache's window (410).
     path = f"{pods_path}?watch=true&resourceVersion={rv}&labelSelector=bench%3Dmeasured"
-    conn = await _open_watch(api_url, path)
+    conn = await open_watch(api_url, path)
     watch = asyncio.create_task(_watch_bindings(conn, bound, pods, all_bound), name="bench-watch")
     say(phase="measure", pods=pods)
     first_create = time.perf_counter()
@@ -176,50 +175,19 @@ async def scheduling_basic(api_url: str, *, nodes: int, existing_pods: int, pods
     return _figures(nodes, existing_pods, pods, variant, sent, bound, first_create, created_at)
 
 
-async def _open_watch(url: str, path: str) -> Connection:
-    """A watch stream; a busy APIServer whose watch cache lags the list answers 504 for a while: retry."""
-    for _ in range(_WATCH_ATTEMPTS):
-        conn = await Connection.open(url)
-        conn.writer.write(f"GET {path} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
-        status, headers = await conn.read_head()
-        if status == 200 and headers.get("transfer-encoding") == "chunked":
-            return conn
-        if status == 200:
-            # A whole answer rather than a stream: the watch ended at once (an ERROR event, say 410).
-            body = await conn.reader.read(int(headers.get("content-length", "0")) or 4096)
-            conn.close()
-            raise RuntimeError(f"watch ended at once: {body[:300]!r}")
-        conn.close()
-        if status != 504:
-            raise RuntimeError(f"watch answered {status}")
-        await asyncio.sleep(1.0)
-    raise RuntimeError(f"watch still answered 504 after {_WATCH_ATTEMPTS} attempts")
-
-
 async def _watch_bindings(conn: Connection, bound: dict[int, float], total: int, done: asyncio.Event) -> None:
-    pending = b""
-    try:
-        while True:
-            chunk = await conn.read_chunk()
-            if chunk is None:
-                return
-            now = time.perf_counter()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if line.startswith(b'{"type":"ERROR"'):
-                    raise RuntimeError(f"the watch of the benchmark's Pods ended: {line[:300]!r}")
-                if b'"nodeName"' not in line:
-                    continue
-                obj = orjson.loads(line)["object"]
-                index = int(obj["metadata"]["name"].rpartition("-")[2])
-                if obj["spec"].get("nodeName") and index not in bound:
-                    bound[index] = now
+    async for now, line in watch_lines(conn):
+        if line.startswith(b'{"type":"ERROR"'):
+            raise RuntimeError(f"the watch of the benchmark's Pods ended: {line[:300]!r}")
+        if b'"nodeName"' not in line:
+            continue
+        obj = orjson.loads(line)["object"]
+        index = int(obj["metadata"]["name"].rpartition("-")[2])
+        if obj["spec"].get("nodeName") and index not in bound:
+            bound[index] = now
             if len(bound) >= total:
                 done.set()
                 return
-    finally:
-        conn.close()
 
 
 def _figures(nodes: int, existing: int, pods: int, variant: str, sent: dict[int, float], bound: dict[int, float],

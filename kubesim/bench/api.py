@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 
-from kubesim.bench.rawhttp import Connection
+from kubesim.bench.rawhttp import Connection, open_watch, watch_lines
 from kubesim.bench.results import ScenarioResult, percentile
 
 Progress = Callable[[str], None]
@@ -62,23 +62,16 @@ async def _watch_latency(url: str, watchers: int, events: int, tag: str) -> list
     remaining = [watchers * events]
 
     async def watch() -> None:
-        conn = await Connection.open(url)
         path = f"/api/v1/namespaces/{NS}/pods?watch=true&resourceVersion={rv}&labelSelector=app%3D{tag}"
-        conn.writer.write(f"GET {path} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
-        await conn.read_head()
-        try:
-            while not done.is_set():
-                chunk = await conn.read_chunk()
-                if chunk is None:
-                    return
-                now = time.perf_counter()
-                for m in pattern.finditer(chunk):
-                    arrivals.append(now - sent[m.group(1).decode()])
-                    remaining[0] -= 1
-                    if remaining[0] <= 0:
-                        done.set()
-        finally:
-            conn.close()
+        async for now, line in watch_lines(await open_watch(url, path)):
+            m = pattern.search(line)
+            if m is None:
+                continue
+            arrivals.append(now - sent[m.group(1).decode()])
+            remaining[0] -= 1
+            if remaining[0] <= 0:
+                done.set()
+                return
 
     tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
     await asyncio.sleep(1.0 + watchers / 500)  # let every watch be registered

@@ -50,7 +50,7 @@ from aetcd import rpc
 from kubelet_sim.profile import DEFAULT_PROFILE
 from kubesim import procs
 from kubesim.bench.cluster import BenchCluster
-from kubesim.bench.rawhttp import Connection
+from kubesim.bench.rawhttp import Connection, open_watch, watch_lines
 from kubesim.bench.results import ScenarioResult
 from machinery.api.kinds import RESOURCES
 
@@ -61,7 +61,6 @@ _PLURALS: Final = {r.etcd_resource: r.plural for r in RESOURCES}
 #: replayed from etcd's history after it, however long the phase lasted.
 APISERVER_ARGS: Final = ("--etcd-compaction-interval=0",)
 _REPLAY_TIMEOUT: Final = 300.0
-_WATCH_ATTEMPTS: Final = 30
 
 
 # --- etcd writes -------------------------------------------------------------------------------------------
@@ -225,37 +224,15 @@ async def list_revision(pool: Pool, path: str) -> str:
 
 
 async def _watch(url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
-    """(arrival time, event) of a watch from ``rv``; a watch cache that lags the list answers 504: retry."""
+    """(arrival time, event) of a watch from ``rv``; an ERROR event, or the stream's end, raises."""
     # An hour, where the APIServer would pick 30 to 60 minutes: the longest phase must not see it end.
-    target = f"{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
-    for _ in range(_WATCH_ATTEMPTS):
-        conn = await Connection.open(url)
-        conn.writer.write(f"GET {target} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
-        status, _ = await conn.read_head()
-        if status == 200:
-            break
-        conn.close()
-        if status != 504:
-            raise RuntimeError(f"watch of {path} answered {status}")
-        await asyncio.sleep(1.0)
-    else:
-        raise RuntimeError(f"watch of {path} still answered 504 after {_WATCH_ATTEMPTS} attempts")
-    pending = b""
-    try:
-        while (chunk := await conn.read_chunk()) is not None:
-            now = time.perf_counter()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if not line:
-                    continue
-                event = orjson.loads(line)
-                if event["type"] == "ERROR":
-                    raise RuntimeError(f"watch of {path} ended: {event['object'].get('message')}")
-                yield now, event
-        raise RuntimeError(f"the APIServer ended the watch of {path}")
-    finally:
-        conn.close()
+    conn = await open_watch(url, f"{path}?watch=true&resourceVersion={rv}&timeoutSeconds=3600")
+    async for now, line in watch_lines(conn):
+        event = orjson.loads(line)
+        if event["type"] == "ERROR":
+            raise RuntimeError(f"watch of {path} ended: {event['object'].get('message')}")
+        yield now, event
+    raise RuntimeError(f"the APIServer ended the watch of {path}")
 
 
 class _Followed:

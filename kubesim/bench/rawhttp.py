@@ -5,14 +5,21 @@ serving one; on a 2-core machine that would measure the load generator. This
 client keeps one connection per worker, writes a request, reads the status
 line, headers and a Content-Length or chunked body, and nothing else.
 
-One :class:`Connection` belongs to one task at a time.
+One :class:`Connection` belongs to one task at a time. :func:`open_watch` and
+:func:`watch_lines` are the watch streams every scenario reads.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import urlsplit
+
+#: How many times a watch answered 504 is retried, a second apart.
+_WATCH_ATTEMPTS: Final = 30
 
 
 @dataclass(slots=True)
@@ -78,3 +85,40 @@ class Connection:
 
     def close(self) -> None:
         self.writer.close()
+
+
+async def open_watch(url: str, path: str) -> Connection:
+    """A watch stream of ``path`` (with ``watch=true``), its head read.
+
+    A busy APIServer whose watch cache lags the list answers 504 for a while:
+    retried every second. A whole answer rather than a stream (an ERROR event
+    such as 410 Expired) or any other status raises, with the answer.
+    """
+    for _ in range(_WATCH_ATTEMPTS):
+        conn = await Connection.open(url)
+        conn.writer.write(f"GET {path} HTTP/1.1\r\nHost: {conn.host}\r\n\r\n".encode())
+        status, headers = await conn.read_head()
+        if status == 200 and headers.get("transfer-encoding") == "chunked":
+            return conn
+        if status != 504:
+            body = await conn.reader.read(int(headers.get("content-length", "0")) or 4096)
+            conn.close()
+            raise RuntimeError(f"watch of {path} answered {status}: {body[:300]!r}")
+        conn.close()
+        await asyncio.sleep(1.0)
+    raise RuntimeError(f"watch of {path} still answered 504 after {_WATCH_ATTEMPTS} attempts")
+
+
+async def watch_lines(conn: Connection) -> AsyncIterator[tuple[float, bytes]]:
+    """(arrival time, line) of each event of a watch stream, until the server ends it; closes ``conn``."""
+    pending = b""
+    try:
+        while (chunk := await conn.read_chunk()) is not None:
+            now = time.perf_counter()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line:
+                    yield now, line
+    finally:
+        conn.close()
