@@ -13,11 +13,23 @@ the APIServer. As client-go's recorder does:
   the object's namespace (``default`` for cluster-scoped objects), and carries
   ``source``, ``reportingComponent`` and ``reportingInstance``;
 - an Event the server rejects is dropped; one that cannot be sent because the
-  server is unreachable is retried with backoff, a bounded number of times.
+  server is unreachable, or answers 503, 504 or 429 (etcd down, a timeout,
+  overload: client-go's REST client retries those before its recorder sees
+  them), is retried with backoff, a bounded number of times (12, as
+  client-go's ``maxTriesPerEvent``).
+
+Before that, client-go's EventCorrelator (:mod:`machinery.eventcorrelation`)
+merges similar Events (the same source, object, type and reason with ten
+different messages in ten minutes become one ``(combined from similar
+events)`` Event) and rate-limits each source's Events about each object (a
+bucket of 25, one more every five minutes); what it refuses is dropped and
+counted.
 
 Repeats that happen before the first write are folded together before anything
-is sent, which is where aggregation saves writes under load. When the table of
-pending events is full, new events are dropped and counted
+is sent, which is where aggregation saves writes under load. The pending table
+is bounded per source (1,000, client-go's per-broadcaster queue, so a process
+hosting thousands of simulated kubelets holds what as many kubelets would) and
+in all; beyond either, new events are dropped and counted
 (``kubesim_events_dropped_total``): a component is never stalled by its events.
 
 Concurrency: ``event()`` runs on the caller's task, synchronously; writes run on
@@ -41,13 +53,21 @@ from kubernetes.client import V1ObjectReference
 from pydantic import BaseModel
 
 from machinery import metrics
-from machinery.api.kinds import EVENTS, RESOURCES, ResourceInfo
+from machinery.api.kinds import EVENTS, for_model
 from machinery.api.meta import format_micro_time, format_time, utcnow
 from machinery.api.names import is_dns1123_subdomain
 from machinery.client.clock import Clock
-from machinery.client.errors import AlreadyExists, ApiError, NotFound
+from machinery.client.errors import (
+    AlreadyExists,
+    ApiError,
+    NotFound,
+    ServiceUnavailable,
+    Timeout,
+    TooManyRequests,
+)
 from machinery.client.objects import meta_of
 from machinery.client.rest import Client, PatchType
+from machinery.eventcorrelation import EventCorrelator
 from machinery.workqueue import ItemExponentialFailureRateLimiter, WorkQueue, run_workers
 
 log = logging.getLogger(__name__)
@@ -55,8 +75,6 @@ log = logging.getLogger(__name__)
 EventType = Literal["Normal", "Warning"]
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
-
-_RESOURCE_BY_MODEL: dict[type[BaseModel], ResourceInfo[Any]] = {r.model: r for r in RESOURCES}
 
 #: source.component, source.host, involvedObject (kind, namespace, name, fieldPath, uid, apiVersion),
 #: type, reason, message: client-go's ``getEventKey``.
@@ -94,7 +112,7 @@ def reference_to(obj: BaseModel | V1ObjectReference) -> V1ObjectReference:
     """An ObjectReference to an API object (kind and apiVersion from the resource table)."""
     if isinstance(obj, V1ObjectReference):
         return obj
-    resource = _RESOURCE_BY_MODEL.get(type(obj))
+    resource = for_model(type(obj))
     if resource is None:
         raise ValueError(f"{type(obj).__name__} is not a kind kubesim serves")
     meta = getattr(obj, "metadata", None)
@@ -129,10 +147,15 @@ class EventBroadcaster:
     One per process; :meth:`recorder` hands out cheap per-source recorders.
     """
 
-    def __init__(self, client: Client, *, max_pending: int = 4096, workers: int = 4, max_tries: int = 12,
-                 cache_size: int = 4096, clock: Clock | None = None) -> None:
+    def __init__(self, client: Client, *, max_pending: int = 65536, max_pending_per_source: int = 1000,
+                 workers: int = 4, max_tries: int = 12, cache_size: int = 4096, clock: Clock | None = None,
+                 correlator: EventCorrelator | None = None) -> None:
         self._client = client
         self._max_pending = max_pending
+        self._max_pending_per_source = max_pending_per_source
+        self._per_source: dict[tuple[str, str], int] = {}
+        self._clock = clock
+        self._correlator = correlator or EventCorrelator()
         self._workers = workers
         self._max_tries = max_tries
         self._cache_size = cache_size
@@ -142,6 +165,8 @@ class EventBroadcaster:
             "events", rate_limiter=ItemExponentialFailureRateLimiter(0.5, 10.0), clock=clock)
         #: Events not written (queue full, rejected by the server, out of retries).
         self.dropped = 0
+        #: Events the spam filter refused (as client-go's would have).
+        self.filtered = 0
         self._dropped_full = 0
 
     def recorder(self, component: str, host: str = "") -> EventRecorder:
@@ -153,22 +178,33 @@ class EventBroadcaster:
 
     def _record(self, ref: V1ObjectReference, component: str, host: str, type: str, reason: str,
                 message: str) -> None:
-        key: _Key = (component, host, ref.kind or "", ref.namespace or "", ref.name or "",
-                     ref.field_path or "", ref.uid or "", ref.api_version or "", type, reason, message)
+        source_object = (component, host, ref.kind or "", ref.namespace or "", ref.name or "",
+                         ref.field_path or "", ref.uid or "", ref.api_version or "")
+        log.debug("event %s %s/%s %s: %s", type, ref.kind, ref.name, reason, message)
+        clock_now = self._clock.now() if self._clock is not None else time.monotonic()
+        if not self._correlator.allow(source_object, clock_now):
+            self._drop("spam", reason, message)
+            return
+        message, combined = self._correlator.aggregate((*source_object, type, reason), message, clock_now)
+        # A combined Event is one per source, object, type and reason: its message is the latest one.
+        key: _Key = (*source_object, type, reason, "" if combined else message)
         at = utcnow()
         now = format_time(at)
-        log.debug("event %s %s/%s %s: %s", type, ref.kind, ref.name, reason, message)
         pending = self._pending.get(key)
         if pending is not None:
             pending.count += 1
             pending.last = now
+            pending.message = message
             return
         if self._queue.shutting_down:
             self._drop("shutting_down", reason, message)
             return
-        if len(self._pending) >= self._max_pending:
+        source = (component, host)
+        if len(self._pending) >= self._max_pending or \
+                self._per_source.get(source, 0) >= self._max_pending_per_source:
             self._drop("queue_full", reason, message)
             return
+        self._per_source[source] = self._per_source.get(source, 0) + 1
         self._pending[key] = _Pending(
             namespace=ref.namespace or "default",
             involved=ref.model_dump(by_alias=True, exclude_none=True, mode="json"),
@@ -180,9 +216,12 @@ class EventBroadcaster:
         pending = self._pending.pop(key, None)
         if pending is None:
             return
+        self._release(pending)
         try:
             await self._write(key, pending)
-        except httpx.TransportError as err:
+        except (httpx.TransportError, ServiceUnavailable, Timeout, TooManyRequests) as err:
+            # The server could not take it now (unreachable, etcd down, overloaded): keep trying,
+            # as client-go does for errors that are not the server's verdict on the Event.
             if self._queue.num_requeues(key) + 1 >= self._max_tries:
                 log.error("unable to write event %s (retry limit exceeded): %s", pending.reason, err)
                 self._queue.forget(key)
@@ -239,10 +278,20 @@ class EventBroadcaster:
         while len(self._written) > self._cache_size:
             self._written.popitem(last=False)
 
+    def _release(self, pending: _Pending) -> None:
+        source = (pending.component, pending.host)
+        left = self._per_source.get(source, 0) - 1
+        if left > 0:
+            self._per_source[source] = left
+        else:
+            self._per_source.pop(source, None)
+
     def _requeue(self, key: _Key, pending: _Pending) -> None:
         newer = self._pending.get(key)
         if newer is None:
             self._pending[key] = pending
+            source = (pending.component, pending.host)
+            self._per_source[source] = self._per_source.get(source, 0) + 1
         else:
             newer.count += pending.count
             newer.first = pending.first
@@ -250,8 +299,12 @@ class EventBroadcaster:
         self._queue.add_rate_limited(key)
 
     def _drop(self, why: str, reason: str, message: str) -> None:
-        self.dropped += 1
         metrics.EVENTS_DROPPED.labels(why).inc()
+        if why == "spam":
+            # The spam filter's refusals are Kubernetes' intent, not a loss: counted apart.
+            self.filtered += 1
+            return
+        self.dropped += 1
         # One line for the first drop and one per thousand after: an overloaded recorder must not
         # also flood the log.
         if why != "queue_full":

@@ -43,7 +43,7 @@ INFORMER_LISTS = Counter("kubesim_informer_lists_total",
 
 EVENTS_DROPPED = Counter(
     "kubesim_events_dropped_total",
-    "Events the recorder did not write: its queue was full, or the server rejected them, "
-    "or it gave up retrying.",
+    "Events the recorder did not write: its queue was full, the server rejected them, it gave up "
+    "retrying, or (reason spam) the EventCorrelator's spam filter refused them.",
     ["reason"],
 )

@@ -12,7 +12,10 @@ rest, the same way for all of them:
 - logging, one line per event: ``<time> <component> [step N] message``, where
   the step is the flow step a caller names with ``extra={"step": N}``;
 - ``/healthz``, ``/livez``, ``/readyz`` and ``/metrics`` (prometheus-client's
-  exposition of the default registry) on 127.0.0.1, by a tiny asyncio HTTP server;
+  exposition of the default registry) on 127.0.0.1, by a tiny asyncio HTTP server,
+  plus the JSON ``/debug/...`` paths a component registers in
+  :attr:`Runtime.debug_handlers` (path segments written ``{name}`` are parameters:
+  the scheduler's queues, and its ``/debug/decisions/{namespace}/{pod}``);
 - one :class:`~machinery.client.Client`, one
   :class:`~machinery.informer.InformerFactory` and one
   :class:`~machinery.events.EventBroadcaster` for the process, handed to
@@ -39,9 +42,11 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
+import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from machinery.api.duration import parse_duration
@@ -76,6 +81,9 @@ class Runtime:
         self._election = election
         self._elector: LeaderElector | None = None
         self._readiness: dict[str, Callable[[], bool]] = {"informer-sync": lambda: self.informers.has_synced}
+        #: ``/debug/...`` paths of the health port. A handler returns a JSON-ready value (None: 404) and
+        #: takes the path's ``{name}`` segments as keyword arguments.
+        self.debug_handlers: dict[str, Callable[..., object]] = {}
 
     def add_readiness_check(self, name: str, check: Callable[[], bool]) -> None:
         """``/readyz`` answers 200 only when every check returns True."""
@@ -175,9 +183,14 @@ def setup_logging(component: str, level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    # httpx logs every request at INFO: far too much for a component making thousands a second.
+    quiet_http_client_logs()
+
+
+def quiet_http_client_logs() -> None:
+    """httpx logs every request at INFO: far too much for a process making thousands a second."""
+    level = max(logging.WARNING, logging.getLogger().level)
     for noisy in ("httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+        logging.getLogger(noisy).setLevel(level)
 
 
 class _Formatter(logging.Formatter):
@@ -274,6 +287,8 @@ async def _serve_health(runtime: Runtime, reader: asyncio.StreamReader, writer: 
                             if failing else ("200 OK", b"ok"))
         elif path == "/metrics":
             status, body, content_type = "200 OK", generate_latest(), CONTENT_TYPE_LATEST
+        elif (found := match_debug_path(runtime.debug_handlers, path)) is not None:
+            status, body, content_type = _debug_answer(*found)
         else:
             status, body = "404 Not Found", b"404 page not found"
         writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
@@ -285,6 +300,39 @@ async def _serve_health(runtime: Runtime, reader: asyncio.StreamReader, writer: 
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()
+
+
+def match_debug_path(handlers: Mapping[str, Callable[..., object]], path: str
+                     ) -> tuple[Callable[..., object], dict[str, str]] | None:
+    """The handler of ``path`` and its parameters: an exact path first, then ``{name}`` patterns."""
+    handler = handlers.get(path)
+    if handler is not None:
+        return handler, {}
+    segments = path.strip("/").split("/")
+    for pattern, candidate in handlers.items():
+        parts = pattern.strip("/").split("/")
+        if len(parts) != len(segments):
+            continue
+        params: dict[str, str] = {}
+        for part, segment in zip(parts, segments, strict=True):
+            if part.startswith("{") and part.endswith("}") and segment:
+                params[part[1:-1]] = unquote(segment)
+            elif part != segment:
+                break
+        else:
+            return candidate, params
+    return None
+
+
+def _debug_answer(handler: Callable[..., object], params: dict[str, str]) -> tuple[str, bytes, str]:
+    try:
+        value = handler(**params)
+    except Exception as err:
+        log.exception("debug handler failed")
+        return "500 Internal Server Error", f"debug handler failed: {err}".encode(), "text/plain; charset=utf-8"
+    if value is None:
+        return "404 Not Found", b"404 page not found", "text/plain; charset=utf-8"
+    return "200 OK", orjson.dumps(value), "application/json"
 
 
 def _election_config(args: argparse.Namespace) -> LeaderElectionConfig | None:
@@ -329,6 +377,17 @@ def positive_int_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def non_negative_int_arg(text: str) -> int:
+    """An argparse type for an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
     return value
 
 

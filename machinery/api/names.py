@@ -23,7 +23,9 @@ _DNS1123_SUBDOMAIN_FMT: Final = rf"{_DNS1123_LABEL_FMT}(\.{_DNS1123_LABEL_FMT})*
 _QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT: Final = f"({_QUALIFIED_NAME_FMT})?"
 
+_DNS1035_LABEL_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL_RE: Final = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1035_LABEL_RE: Final = re.compile(f"^{_DNS1035_LABEL_FMT}$")
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
 _QUALIFIED_NAME_RE: Final = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
 _LABEL_VALUE_RE: Final = re.compile(f"^{_LABEL_VALUE_FMT}$")
@@ -55,6 +57,19 @@ def is_dns1123_label(value: str) -> list[str]:
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
             "and must start and end with an alphanumeric character",
             _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """RFC 1035 label (starts with a letter): the names of Services."""
+    errs: list[str] = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        errs.append(_max_len(DNS1123_LABEL_MAX_LENGTH))
+    if not _DNS1035_LABEL_RE.match(value):
+        errs.append(_regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+            "alphabetic character, and end with an alphanumeric character",
+            _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 

@@ -26,9 +26,9 @@ Compiled objects are immutable and free of I/O; share them freely.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from kubernetes.client import V1NodeSelector, V1Pod, V1PreferredSchedulingTerm
+from pydantic import BaseModel
 
 from machinery.api.labels import (
     Operator,
@@ -42,6 +42,9 @@ from machinery.api.labels import (
     _strings,
     as_wire,
 )
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1NodeSelector, V1Pod, V1PreferredSchedulingTerm
 
 #: The only field a ``matchFields`` requirement may name.
 NODE_NAME_FIELD: Final = "metadata.name"
@@ -263,7 +266,9 @@ class RequiredNodeAffinity:
 
 def _pod_requirements(pod: Mapping[str, Any] | V1Pod) -> tuple[Any, Mapping[str, Any] | V1NodeSelector | None]:
     """``spec.nodeSelector`` (``{}`` when unset) and the required node selector (None when unset)."""
-    if isinstance(pod, V1Pod):
+    # A model (the official V1Pod) rather than wire JSON; not named, so that importing this module does
+    # not import every model a Pod is made of.
+    if isinstance(pod, BaseModel):
         spec = pod.spec
         if spec is None:
             return {}, None

@@ -28,12 +28,15 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from kubernetes.client import V1Node, V1Pod
 from kubernetes.utils import quantity as k8s_quantity
+from pydantic import BaseModel
 
 from machinery.api.labels import _parse_go_int64, as_wire
+
+if TYPE_CHECKING:
+    from kubernetes.client import V1Node, V1Pod
 
 #: Resource name -> amount in milli-units.
 ResourceList = dict[str, int]
@@ -252,7 +255,9 @@ def _container_amounts(container: Mapping[str, Any], kind: str, non_zero: bool) 
 
 
 def _pod_spec(pod: Mapping[str, Any] | V1Pod) -> Mapping[str, Any]:
-    if isinstance(pod, V1Pod):
+    # A model (the official V1Pod) rather than wire JSON; not named, so that importing this module does
+    # not import every model a Pod is made of.
+    if isinstance(pod, BaseModel):
         return as_wire(pod.spec) if pod.spec is not None else {}
     spec: Mapping[str, Any] = pod.get("spec") or {}
     return spec
@@ -305,7 +310,7 @@ def pod_limits(pod: Mapping[str, Any] | V1Pod) -> ResourceList:
 
 def node_allocatable(node: Mapping[str, Any] | V1Node) -> ResourceList:
     """``status.allocatable`` in milli-units, or ``status.capacity`` when the node reports no allocatable."""
-    if isinstance(node, V1Node):
+    if isinstance(node, BaseModel):
         status: Mapping[str, Any] = as_wire(node.status) if node.status is not None else {}
     else:
         status = node.get("status") or {}

@@ -9,13 +9,21 @@ that the ``kubernetes-validate`` package ships (a JSON Schema 2020-12 file with
 apply and the OpenAPI documents the APIServer serves all read them through
 this module, so there is one loader and one cache.
 
-Everything here is read-only after the first load; the cache is per process.
+CustomResourceDefinitions add their structural schemas at run time
+(:func:`set_custom_definitions`), under the names Kubernetes publishes them
+(``com.example.v1.Widget``), so that the same readers serve custom resources.
+Caches built from definitions register with :func:`on_change` and are dropped
+when that set changes.
+
+Everything here is read-only between changes; the caches are per process, and
+changes happen on the APIServer's event loop in one synchronous step.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Any, Final
 
@@ -28,14 +36,60 @@ Schema = dict[str, Any]
 
 
 @functools.cache
-def definitions() -> dict[str, Schema]:
-    """Every definition, keyed by its name (``io.k8s.api.core.v1.Pod``)."""
+def builtin_definitions() -> dict[str, Schema]:
+    """Kubernetes' own definitions, keyed by name (``io.k8s.api.core.v1.Pod``)."""
     root = resources.files("kubernetes_validate") / "kubernetes-json-schema"
     path = root / f"{KUBERNETES_VERSION}-local" / "_definitions.json"
     with path.open("rb") as f:
         data: dict[str, Any] = json.load(f)
     defs: dict[str, Schema] = data["$defs"]
     return defs
+
+
+_custom: dict[str, Schema] = {}
+_merged: dict[str, Schema] | None = None
+_listeners: list[Callable[[], None]] = []
+
+
+def definitions() -> dict[str, Schema]:
+    """Every definition, keyed by its name: Kubernetes' own, then the custom resources' (read only)."""
+    global _merged
+    if _merged is None:
+        _merged = {**builtin_definitions(), **_custom} if _custom else builtin_definitions()
+    return _merged
+
+
+def set_custom_definitions(owner: str, defs: Mapping[str, Schema]) -> None:
+    """Replace the definitions ``owner`` (a CustomResourceDefinition's name) contributes; ``{}`` removes them.
+
+    Every cache registered with :func:`on_change` is dropped, so nothing keeps
+    reading a schema that changed.
+    """
+    global _merged
+    for name in [n for n, o in _owners.items() if o == owner]:
+        del _owners[name]
+        _custom.pop(name, None)
+    for name, value in defs.items():
+        if name in builtin_definitions():
+            raise ValueError(f"{name} is a built-in definition")
+        _custom[name] = value
+        _owners[name] = owner
+    _merged = None
+    for listener in _listeners:
+        listener()
+
+
+_owners: dict[str, str] = {}
+
+
+def is_custom(name: str) -> bool:
+    """Whether ``name`` is a custom resource's structural schema (not one of Kubernetes' definitions)."""
+    return name in _custom
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener`` whenever the custom definitions change (to drop a cache built from them)."""
+    _listeners.append(listener)
 
 
 def ref_name(schema: Schema) -> str | None:
@@ -118,3 +172,6 @@ def definition_for_gvk(group: str, version: str, kind: str) -> str | None:
             if gvk.get("group", "") == group and gvk.get("version") == version and gvk.get("kind") == kind:
                 return name
     return None
+
+
+on_change(definition_for_gvk.cache_clear)

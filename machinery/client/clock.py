@@ -4,7 +4,7 @@ Backoff, the work queue and its token bucket, the reflector and leader
 election all need to ask "what time is it?" and "call me back at T". They
 take a :class:`Clock` so that unit tests can drive them on virtual time with
 :meth:`FakeClock.advance` instead of sleeping; production code uses
-:class:`RealClock`, the event loop's own monotonic clock.
+:class:`RealClock`, the system's monotonic clock.
 
 Times are monotonic seconds, never wall-clock time: wall-clock timestamps that
 go on the wire (``renewTime``, ``lastTimestamp``) come from
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -41,13 +42,19 @@ class Clock(Protocol):
 
 
 class RealClock:
-    """The running event loop's clock (``loop.time()``), timers and sleep."""
+    """``time.monotonic()``, with the running event loop's timers and sleep.
+
+    Not ``loop.time()``: uvloop's is libuv's ``uv_now()``, read once per loop iteration in whole
+    milliseconds, so two readings in one iteration are equal. Code that orders events by time (the
+    taint eviction controller keeping the earlier of two deadlines, as Kubernetes' does with
+    nanosecond clocks) would then see two moments as one.
+    """
 
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return time.monotonic()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        return asyncio.get_running_loop().call_at(when, callback)
+        return asyncio.get_running_loop().call_later(max(0.0, when - time.monotonic()), callback)
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

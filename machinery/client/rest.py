@@ -16,6 +16,12 @@ transport 0.18 ms; so plain requests take that last path, built from
 pre-encoded headers, and only watches (long-lived streams) go through
 ``httpx.AsyncClient``.
 
+Identities: :meth:`Client.with_token` gives a client that shares this one's
+connections but sends another bearer token, so one process can act as many
+users over one pool (kubelet_sim's nodes, the controller-manager's per-controller
+ServiceAccounts); :meth:`Client.set_token` replaces a token in place (a refreshed
+ServiceAccount token).
+
 Concurrency: every method may be called from many tasks at once; the client
 keeps no per-request state. :meth:`Client.watch` returns an async generator
 that must be consumed by one task and closed (``contextlib.aclosing``) so its
@@ -24,6 +30,8 @@ connection goes back to the pool at once.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import enum
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import TracebackType
@@ -35,7 +43,7 @@ import orjson
 from pydantic import BaseModel
 
 from machinery import metrics
-from machinery.api.kinds import PODS
+from machinery.api.kinds import PODS, SERVICE_ACCOUNTS
 from machinery.client.config import ClientConfig
 from machinery.client.errors import Expired, UnexpectedResponse, error_from_response
 from machinery.client.objects import ObjectList, TypedResource, decode, to_wire
@@ -72,23 +80,36 @@ class Client:
                  max_connections: int = 512, timeout: float = 60.0,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         headers = {"Accept": "application/json", "User-Agent": user_agent}
-        if config.token:
-            headers["Authorization"] = f"Bearer {config.token}"
-        self._transport = transport or LeanTransport(ConnectionPool(max_connections=max_connections))
+        #: Where and as whom this client talks (other clients of the same identity start from it).
+        self.config = config
+        self._transport = transport or LeanTransport(ConnectionPool(
+            max_connections=max_connections, ssl_context=config.ssl_context(),
+            server_hostname=config.tls.server_name))
+        self._owner = True
+        self._max_connections = max_connections
+        self._headers = headers
+        #: Connections without the client certificate, shared by every :meth:`with_token` client.
+        self._token_pair: tuple[httpx.AsyncBaseTransport, httpx.AsyncClient] | None = None
         self._base = httpx.URL(config.server)
         self._prefix = self._base.raw_path.rstrip(b"/")
         host = self._base.netloc
-        self._plain_headers = [(b"Host", host)] + [(k.encode(), v.encode()) for k, v in headers.items()]
+        self._common_headers = [(b"Host", host)] + [(k.encode(), v.encode()) for k, v in headers.items()]
+        self._plain_headers = self._common_headers
+        self._watch_headers: dict[str, str] = {}
+        self.set_token(config.token)
         self._timeouts = {"connect": 5.0, "read": timeout, "write": timeout, "pool": None}
-        self._http = httpx.AsyncClient(
-            base_url=config.server, headers=headers, transport=self._transport,
-            # A request waits for a free connection rather than failing when the pool is busy.
-            timeout=httpx.Timeout(timeout, connect=5.0, pool=None),
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections // 2),
-        )
         self._timeout = timeout
+        self._http = self._stream_client(config.server, self._transport)
         self.config = config
+
+    def _stream_client(self, server: str, transport: httpx.AsyncBaseTransport) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=server, headers=self._headers, transport=transport,
+            # A request waits for a free connection rather than failing when the pool is busy.
+            timeout=httpx.Timeout(self._timeout, connect=5.0, pool=None),
+            limits=httpx.Limits(max_connections=self._max_connections,
+                                max_keepalive_connections=self._max_connections // 2),
+        )
 
     async def __aenter__(self) -> Self:
         return self
@@ -97,9 +118,47 @@ class Client:
                         tb: TracebackType | None) -> None:
         await self.aclose()
 
+    def set_token(self, token: str | None) -> None:
+        """Send ``token`` as the bearer token from now on (None: no Authorization header)."""
+        if token:
+            auth = f"Bearer {token}"
+            self._plain_headers = [*self._common_headers, (b"Authorization", auth.encode())]
+            self._watch_headers = {"Authorization": auth}
+        else:
+            self._plain_headers = self._common_headers
+            self._watch_headers = {}
+
+    def with_token(self, token: str) -> Client:
+        """A client that authenticates with ``token`` instead, on connections this one owns.
+
+        A TLS connection that presents a client certificate is that certificate's
+        user whatever token it carries (the APIServer tries certificates first), so
+        when this client has one, token clients share a second pool of connections
+        made without it; otherwise they share this client's. Closing a token client
+        closes nothing: the connections belong to this client.
+        """
+        view = copy.copy(self)
+        view._owner = False
+        if self.config.tls.cert is not None:
+            if self._token_pair is None:
+                config = self.config
+                plain = dataclasses.replace(config, tls=dataclasses.replace(config.tls, cert=None, key=None))
+                transport = LeanTransport(ConnectionPool(max_connections=self._max_connections,
+                                                         ssl_context=plain.ssl_context(),
+                                                         server_hostname=config.tls.server_name))
+                self._token_pair = (transport, self._stream_client(config.server, transport))
+            view._transport, view._http = self._token_pair
+        view.set_token(token)
+        return view
+
     async def aclose(self) -> None:
+        if not self._owner:
+            return
         await self._http.aclose()
         await self._transport.aclose()
+        if self._token_pair is not None:
+            await self._token_pair[1].aclose()
+            await self._token_pair[0].aclose()
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -140,6 +199,14 @@ class Client:
             page_params = {k: v for k, v in page_params.items() if k != "resourceVersion"}
             page_params["continue"] = token
 
+    async def get_path(self, path: str, *, params: Mapping[str, str] | None = None,
+                       resource: TypedResource[Any] | None = None) -> dict[str, Any]:
+        """GET any JSON document of the APIServer (discovery, an aggregated API such as metrics.k8s.io).
+
+        ``resource`` only names what errors are about.
+        """
+        return await self._request("GET", resource or PODS, path, params=params)
+
     def watch(self, resource: TypedResource[M], *, namespace: str | None = None,
               resource_version: str | None = None, label_selector: str | None = None,
               field_selector: str | None = None, timeout_seconds: int | None = None,
@@ -163,7 +230,8 @@ class Client:
 
     async def _watch(self, resource: TypedResource[M], path: str, params: dict[str, str],
                      timeout: httpx.Timeout) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
-        async with self._http.stream("GET", path, params=params, timeout=timeout) as response:
+        async with self._http.stream("GET", path, params=params, timeout=timeout,
+                                     headers=self._watch_headers) as response:
             metrics.REST_CLIENT_REQUESTS.labels(str(response.status_code), "WATCH").inc()
             if response.status_code != 200:
                 body = await response.aread()
@@ -264,6 +332,30 @@ class Client:
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         await self._request("POST", PODS, PODS.path(namespace, name, "binding"), body=body, name=name)
+
+    async def create_token(self, namespace: str, name: str, *, expiration_seconds: int | None = None,
+                           audiences: Sequence[str] = (), bound_object: Mapping[str, str] | None = None
+                           ) -> tuple[str, str]:
+        """``POST serviceaccounts/{name}/token`` (client-go's ``CreateToken``): (token, expirationTimestamp)."""
+        spec: dict[str, Any] = {}
+        if expiration_seconds is not None:
+            spec["expirationSeconds"] = expiration_seconds
+        if audiences:
+            spec["audiences"] = list(audiences)
+        if bound_object is not None:
+            spec["boundObjectRef"] = dict(bound_object)
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {}, "spec": spec}
+        data = await self._request("POST", SERVICE_ACCOUNTS, SERVICE_ACCOUNTS.path(namespace, name, "token"),
+                                   body=body, name=name)
+        status = data.get("status") or {}
+        return str(status.get("token") or ""), str(status.get("expirationTimestamp") or "")
+
+    async def review(self, resource: TypedResource[Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST`` a review (TokenReview, SubjectAccessReview...) and return the answer as wire JSON.
+
+        Reviews are never stored: what matters is the ``status`` the APIServer fills in."""
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": {}, "spec": dict(spec)}
+        return await self._request("POST", resource, resource.path(None), body=body)
 
     # --- plumbing --------------------------------------------------------------------------
 

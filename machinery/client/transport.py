@@ -12,6 +12,9 @@ rescans its whole pool for every request and retries a failed
   request on a kept-alive connection that the server closed meanwhile fails
   before any byte of the answer; it is sent again once on a fresh connection,
   as HTTP clients do. Idle connections older than :data:`MAX_IDLE` are dropped.
+  ``https`` origins are reached over TLS with the pool's one ``ssl.SSLContext``
+  (the cluster CA, the client certificate): the handshake is paid once per
+  connection, and kept-alive connections carry every later request.
 - :class:`LeanTransport`: the pool as an httpx transport (streams included:
   watches and log follows are read lazily).
 
@@ -25,6 +28,7 @@ connections are open, each carrying one exchange at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import time
 from collections import deque
@@ -93,10 +97,14 @@ class _StaleConnection(Exception):
 class ConnectionPool:
     """Keep-alive HTTP/1.1 connections, plain or TLS, to any number of servers."""
 
-    def __init__(self, *, max_connections: int = 256) -> None:
+    def __init__(self, *, max_connections: int = 256, ssl_context: ssl.SSLContext | None = None,
+                 server_hostname: str | None = None) -> None:
         self._idle: dict[Origin, deque[_Connection]] = {}
         self._slots = asyncio.Semaphore(max_connections)
         self._open: set[_Connection] = set()
+        # Built once: a default context loads the system's CAs, which costs milliseconds.
+        self._ssl = ssl_context
+        self._server_hostname = server_hostname
 
     async def exchange(self, origin: Origin, head: bytes, body: bytes, timeouts: Timeouts, *,
                        stream: bool = False, request: httpx.Request | None = None) -> Reply:
@@ -140,10 +148,19 @@ class ConnectionPool:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     async def aclose(self) -> None:
-        for connection in list(self._open):
-            connection.writer.close()
+        writers = [connection.writer for connection in self._open]
         self._open.clear()
         self._idle.clear()
+        for writer in writers:
+            writer.close()
+        # A TLS connection closes after its close_notify exchange: wait for it (briefly), so that no
+        # transport outlives the pool, then cut whatever is still open.
+        if writers:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
+            for writer in writers:
+                writer.transport.abort()
 
     async def _connection(self, origin: Origin, timeout: float | None,
                           request: httpx.Request | None) -> tuple[_Connection, bool]:
@@ -155,13 +172,20 @@ class ConnectionPool:
                 return connection, True
             self._discard(connection)
         scheme, host, port = origin
-        tls = ssl.create_default_context() if scheme == "https" else None
+        tls: ssl.SSLContext | None = None
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            tls = self._ssl
         try:
             async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(host, port, ssl=tls, limit=_MAX_LINE)
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=tls, limit=_MAX_LINE,
+                    server_hostname=(self._server_hostname or host) if tls is not None else None)
         except TimeoutError:
             raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}", request=request) from None
-        except OSError as err:
+        except (OSError, ssl.SSLError) as err:
+            # ssl.SSLError is an OSError; a refused certificate says why (CERTIFICATE_VERIFY_FAILED ...).
             raise httpx.ConnectError(str(err) or type(err).__name__, request=request) from None
         connection = _Connection(reader, writer)
         self._open.add(connection)

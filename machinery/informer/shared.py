@@ -216,6 +216,10 @@ class InformerFactory:
             informer.add_indexers(missing)
         return informer
 
+    def existing(self, resource: TypedResource[Any]) -> SharedInformer[Any] | None:
+        """The informer of the whole resource (no namespace or selectors) if one was asked for already."""
+        return self._informers.get((resource.api_version, resource.plural, None, None, None))
+
     @property
     def has_synced(self) -> bool:
         return all(i.has_synced for i in self._informers.values())
