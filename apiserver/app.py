@@ -1,9 +1,24 @@
-"""The APIServer's FastAPI application: ``create_app()`` wires routers, state and error handling.
+"""The APIServer's ASGI application: resources through the one request path, the rest through FastAPI.
 
-Every response that is not a success is a Kubernetes Status: APIErrors carry
-their own; FastAPI's and Starlette's own errors (unknown path, wrong method,
-request validation) are translated; anything unexpected becomes a 500
-InternalError Status and is logged, never a traceback on the wire.
+:func:`asgi_app` is what uvicorn serves: the aggregation layer
+(:mod:`apiserver.aggregator`, APIServices served by other processes) and the
+:class:`~apiserver.endpoints.dispatch.ResourceFront` in front of the FastAPI
+app that :func:`create_app` builds for discovery, OpenAPI, ``/version`` and the
+health endpoints. Every response that is not a success is a Kubernetes Status:
+APIErrors carry their own; FastAPI's and Starlette's own errors (unknown path,
+wrong method, request validation) are translated; anything unexpected becomes
+a 500 InternalError Status and is logged, never a traceback on the wire.
+
+In front of both sit the hostile-input limits (:mod:`apiserver.filters`:
+request timeout, max-in-flight), then the security filters in kube-apiserver's
+order (``DefaultBuildHandlerChain``), outermost first: authentication (401,
+audited as a failed authentication), audit, impersonation, authorization (403).
+(kube-apiserver has its max-in-flight limit between impersonation and
+authorization; here it is outside authentication, so that a flood of requests
+with bad credentials is limited too.) The
+``--insecure-port`` app skips all but audit: its requests are
+``system:unsecured`` in ``system:masters``, as kube-apiserver's old insecure
+port had them.
 """
 
 from __future__ import annotations
@@ -12,27 +27,25 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
-from apiserver import errors, rest
-from apiserver.errors import APIError
-from apiserver.routers import coordination_v1, core_v1, discovery, health, openapi
-from apiserver.server import APIServer, Settings
-from machinery.api import kinds
+from apiserver import errors, filters
+from apiserver.aggregator.handler import AggregationLayer
+from apiserver.audit.filter import WithAudit, failed_authentication
+from apiserver.authentication.filter import WithAuthentication, WithUser, unauthorized
+from apiserver.authentication.impersonation import WithImpersonation
+from apiserver.authorization.filter import WithAuthorization
+from apiserver.endpoints.dispatch import ResourceFront
+from apiserver.errors import APIError, status_response
+from apiserver.routers import discovery, health, openapi
+from apiserver.server import APIServer
+from apiserver.settings import Settings
 
 log = logging.getLogger("apiserver")
-
-
-def status_response(err: APIError) -> Response:
-    resp = Response(orjson.dumps(err.status()), status_code=err.code, media_type="application/json")
-    for k, v in (err.headers or {}).items():
-        resp.headers[k] = v
-    return resp
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -75,49 +88,36 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(discovery.router)
     app.include_router(openapi.router)
-    app.include_router(core_v1.router)
-    app.include_router(coordination_v1.router)
     return app
 
 
-class RestFastPath:
-    """Serve the resource paths straight from the REST dispatcher, around FastAPI's stack.
+def secure_handler(front: ASGIApp, server: APIServer) -> ASGIApp:
+    """``front`` behind authentication, audit, impersonation and authorization."""
+    handler: ASGIApp = WithAuthorization(front, server.authorizer)
+    handler = WithImpersonation(handler, server.authorizer)
+    failed: ASGIApp = unauthorized
+    if server.auditor is not None:
+        handler = WithAudit(handler, server.auditor)
+        failed = failed_authentication(unauthorized, server.auditor)
+    return WithAuthentication(handler, server.authenticator, failed=failed)
 
-    The FastAPI app built by ``create_app`` is complete on its own (its routers
-    serve the same paths through the same dispatcher). This wrapper exists for
-    speed only: every write of every component goes through these paths, and
-    FastAPI's per-request layers (telemetry, body-limit and exception
-    middlewares, dependency solving) cost about as much as the work itself.
-    Errors are turned into Status bodies here exactly as the app's handlers do.
-    """
 
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
-        self.prefixes: list[tuple[str, str, str]] = []
-        for group, version in kinds.group_versions():
-            prefix = f"/apis/{group}/{version}/" if group else f"/api/{version}/"
-            self.prefixes.append((prefix, group, version))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            path: str = scope["path"]
-            for prefix, group, version in self.prefixes:
-                if path.startswith(prefix) and len(path) > len(prefix):
-                    scope["app"] = self.app
-                    request = Request(scope, receive)
-                    try:
-                        response = await rest.dispatch(request, group, version, path[len(prefix):])
-                    except APIError as e:
-                        response = status_response(e)
-                    except Exception as e:  # a bug: answer a Status, log the traceback
-                        log.exception("internal error serving %s %s", request.method, path)
-                        response = status_response(errors.internal_error(f"{type(e).__name__}: {e}"))
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+def insecure_handler(front: ASGIApp, server: APIServer) -> ASGIApp:
+    """``front`` as ``--insecure-port`` serves it: every request a ``system:masters`` one, audited."""
+    handler = WithAudit(front, server.auditor) if server.auditor is not None else front
+    return WithUser(handler)
 
 
 def asgi_app(settings: Settings) -> tuple[ASGIApp, APIServer]:
-    """The APIServer as uvicorn serves it: the FastAPI app behind the REST fast path."""
+    """The APIServer as uvicorn serves it on its secure port: the security filters before the resource front.
+
+    ``server.insecure_app`` is what ``--insecure-port`` serves.
+    """
     app = create_app(settings)
-    return RestFastPath(app), app.state.server
+    server: APIServer = app.state.server
+    # kube-aggregator sits behind the filters (authentication, impersonation, audit, authorization),
+    # in front of the APIServer's own handlers.
+    front = AggregationLayer(ResourceFront(app, server), server)
+    # The hostile-input limits (request timeout, max-in-flight) come first, then the security filters.
+    server.insecure_app = filters.handler_chain(insecure_handler(front, server), settings)
+    return filters.handler_chain(secure_handler(front, server), settings), server

@@ -5,7 +5,8 @@ is what the official Python client sends) or YAML. It is decoded to a plain
 dict, its ``apiVersion`` and ``kind`` are checked against the endpoint (and
 filled in when missing), numbers written where a Quantity belongs are turned
 into Quantity strings (``cpu: 1`` in YAML is a JSON number), and its shape is
-checked against the official model of the kind:
+checked against the kind's OpenAPI schema in one compiled walk
+(:mod:`apiserver.schemawalk`):
 
 - a field the model does not know is handled per ``fieldValidation``: Strict
   answers 400 naming every such field (``strict decoding error: unknown field
@@ -13,22 +14,20 @@ checked against the official model of the kind:
   ``Warning`` header per field, Ignore drops it silently;
 - a value of the wrong type is a 400 BadRequest, as Go's decoder answers.
 
-Pure functions; the quantity walkers are compiled once per definition.
+Pure functions; the walkers are compiled once per definition.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
-import pydantic
 import yaml
 
-from apiserver import errors, protobuf
-from machinery.api import schema as defs
+from apiserver import errors, protobuf, schemawalk
+from apiserver.request import decodelimits
+from apiserver.request.warning import go_quote
 from machinery.api.kinds import ResourceInfo
 
 MAX_BODY_BYTES: Final = 3 * 1024 * 1024
@@ -51,20 +50,30 @@ def media_type(content_type: str | None) -> str:
 def parse_document(body: bytes, content_type: str | None, *, strict_duplicates: bool = False) -> Any:
     """JSON or YAML bytes to Python data. Raises 400/415 APIErrors."""
     mt = media_type(content_type)
+    budget = len(body) + 16
     if mt in ("", "application/json", "*/*", "application/merge-patch+json",
               "application/strategic-merge-patch+json", "application/json-patch+json"):
         try:
             if strict_duplicates:
-                return json.loads(body, object_pairs_hook=_reject_duplicates)
-            return orjson.loads(body)
+                return decodelimits.checked(json.loads(body, object_pairs_hook=_reject_duplicates), budget=budget)
+            doc = orjson.loads(body)
+            return decodelimits.checked(doc, budget=budget) if decodelimits.needs_walk(body) else doc
         except _DuplicateField as e:
             raise errors.bad_request(f'strict decoding error: json: duplicate field "{e.field}"') from e
-        except (orjson.JSONDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        except RecursionError:
+            raise decodelimits.exceeded_depth() from None
+        except orjson.JSONDecodeError as e:
+            if "depth limit" in str(e):
+                raise decodelimits.exceeded_depth() from None
+            raise errors.bad_request(f"json: cannot parse request body: {e}") from e
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
             raise errors.bad_request(f"json: cannot parse request body: {e}") from e
     if mt in ("application/yaml", "application/apply-patch+yaml", "application/x-yaml", "text/yaml"):
         try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as e:
+            return decodelimits.checked(yaml.safe_load(body), budget=budget)
+        except RecursionError:
+            raise decodelimits.exceeded_depth() from None
+        except (yaml.YAMLError, ValueError) as e:
             raise errors.bad_request(f"yaml: cannot parse request body: {e}") from e
     if mt == protobuf.CONTENT_TYPE:
         try:
@@ -113,145 +122,26 @@ def check_kind(obj: Any, ri: ResourceInfo[Any], *, kind: str | None = None, api_
     return obj
 
 
-# --- quantities -------------------------------------------------------------------------------
-
-_QUANTITY: Final = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-Walker = Callable[[Any], None]
-
-
-def _is_quantity(schema: defs.Schema) -> bool:
-    return defs.ref_name(schema) == _QUANTITY or (
-        isinstance(schema.get("allOf"), list) and any(defs.ref_name(s) == _QUANTITY for s in schema["allOf"]))
-
-
-@functools.cache
-def _walker(definition: str) -> Walker | None:
-    """A function converting numeric quantities to strings in objects of ``definition``, or None if it has none."""
-    return _compile(defs.definition(definition), frozenset([definition]))
-
-
-def _compile(schema: defs.Schema, seen: frozenset[str]) -> Walker | None:
-    props = defs.resolve(schema).get("properties") or {}
-    steps: list[tuple[str, str, Walker | None]] = []
-    for name, sub in props.items():
-        if _is_quantity(sub):
-            steps.append((name, "scalar", None))
-            continue
-        extra = sub.get("additionalProperties")
-        if isinstance(extra, dict) and _is_quantity(extra):
-            steps.append((name, "map", None))
-            continue
-        if "items" in sub:
-            item = sub["items"]
-            ref = defs.ref_name(item)
-            if ref and ref not in seen:
-                inner = _compile(defs.definition(ref), seen | {ref})
-                if inner is not None:
-                    steps.append((name, "list", inner))
-            continue
-        target = defs.ref_name(sub)
-        if target and target not in seen:
-            inner = _compile(defs.definition(target), seen | {target})
-            if inner is not None:
-                steps.append((name, "object", inner))
-    if not steps:
-        return None
-
-    def walk(obj: Any) -> None:
-        if not isinstance(obj, dict):
-            return
-        for name, how, inner in steps:
-            value = obj.get(name)
-            if value is None:
-                continue
-            if how == "scalar":
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    obj[name] = _number_to_quantity(value)
-            elif how == "map":
-                if isinstance(value, dict):
-                    for k, v in value.items():
-                        if isinstance(v, (int, float)) and not isinstance(v, bool):
-                            value[k] = _number_to_quantity(v)
-            elif how == "list":
-                if isinstance(value, list) and inner is not None:
-                    for item in value:
-                        inner(item)
-            elif inner is not None:
-                inner(value)
-    return walk
-
-
-def _number_to_quantity(value: float) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def normalize_quantities(obj: Obj, ri: ResourceInfo[Any]) -> None:
-    walker = _walker(ri.definition)
-    if walker is not None:
-        walker(obj)
-
-
-# --- model validation -------------------------------------------------------------------------
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _drop(obj: Any, loc: tuple[int | str, ...]) -> None:
-    cur = obj
-    for part in loc[:-1]:
-        try:
-            cur = cur[part]
-        except (KeyError, IndexError, TypeError):
-            return
-    if isinstance(cur, dict):
-        cur.pop(loc[-1], None)
-
-
-_GO_TYPES: Final = {
-    "int_type": "int32", "int_parsing": "int32", "string_type": "string", "bool_type": "bool",
-    "bool_parsing": "bool", "float_type": "float64", "list_type": "array", "dict_type": "object",
-    "model_type": "object", "model_attributes_type": "object", "datetime_type": "Time",
-    "datetime_parsing": "Time", "datetime_from_date_parsing": "Time",
-}
-
+# --- fields -------------------------------------------------------------------------------------
 
 def check_fields(obj: Obj, ri: ResourceInfo[Any], field_validation: str, warnings: list[str],
-                 *, kind: str | None = None, model: type[pydantic.BaseModel] | None = None) -> None:
-    """Type-check ``obj`` against the kind's model; handle unknown fields per ``field_validation``.
+                 *, kind: str | None = None, definition: str | None = None) -> None:
+    """Decode ``obj`` in place as kube-apiserver decodes a body of the kind (see :mod:`apiserver.schemawalk`).
 
-    Unknown fields are removed from ``obj`` (Warn, Ignore) or rejected (Strict).
+    Numeric quantities become strings; a value of the wrong type is a 400
+    worded as Go's decoder words it (built-in kinds only: a custom resource's
+    types are checked by its schema validation); unknown fields are removed
+    (Warn: with a warning each, Ignore: silently) or, under Strict, refused
+    with a 400 naming every one of them.
     """
-    model = model or ri.model
     kind = kind or ri.kind
-    try:
-        model.model_validate(obj)
-        return
-    except pydantic.ValidationError as e:
-        errs = e.errors(include_url=False, include_input=True)
-    unknown = [er["loc"] for er in errs if er["type"] == "extra_forbidden"]
-    wrong = [er for er in errs if er["type"] != "extra_forbidden"]
-    if unknown and field_validation == "Strict":
-        listed = ", ".join(f'unknown field "{_path(loc)}"' for loc in unknown)
-        raise errors.bad_request(f"strict decoding error: {listed}")
-    if wrong:
-        er = wrong[0]
-        got = type(er.get("input")).__name__
-        got = {"str": "string", "int": "number", "float": "number", "dict": "object", "list": "array",
-               "bool": "bool", "NoneType": "null"}.get(got, got)
-        want = _GO_TYPES.get(er["type"], er["type"])
-        raise errors.bad_request(
-            f'{kind} in version "{ri.version}" cannot be handled as a {kind}: json: cannot unmarshal '
-            f"{got} into Go struct field {_path(er['loc'])} of type {want}")
-    for loc in unknown:
+    out = schemawalk.walk(obj, definition or ri.definition, root=kind)
+    if out.type_error is not None:
+        raise errors.bad_request(f'{kind} in version "{ri.version}" cannot be handled as a {kind}: '
+                                 f"{out.type_error.message()}")
+    if out.unknown:
+        if field_validation == "Strict":
+            listed = ", ".join(f"unknown field {go_quote(schemawalk.render_path(p))}" for p in out.unknown)
+            raise errors.bad_request(f"strict decoding error: {listed}")
         if field_validation == "Warn":
-            warnings.append(f'unknown field "{_path(loc)}"')
-        _drop(obj, loc)
+            warnings.extend(f"unknown field {go_quote(schemawalk.render_path(p))}" for p in out.unknown)

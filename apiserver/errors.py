@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+from starlette.responses import Response
+
 from machinery.api.kinds import ResourceInfo
 
 
@@ -42,6 +45,14 @@ class APIError(Exception):
         if self.details is not None:
             body["details"] = self.details
         return body
+
+
+def status_response(err: APIError) -> Response:
+    """The HTTP answer of an error: its Status body, code and headers."""
+    resp = Response(orjson.dumps(err.status()), status_code=err.code, media_type="application/json")
+    for k, v in (err.headers or {}).items():
+        resp.headers[k] = v
+    return resp
 
 
 def success_status(*, code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:

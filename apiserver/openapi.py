@@ -1,4 +1,4 @@
-"""The OpenAPI v3 documents kubesim serves, one per group-version, built from the resource table.
+"""The OpenAPI v3 documents kubesim serves, one per group-version, built from the registry.
 
 kubectl reads them for ``explain``, to learn whether a kind accepts
 ``fieldValidation`` (then it validates on the server instead of in the
@@ -11,9 +11,12 @@ reach. The schemas come from Kubernetes' own definitions
 (:mod:`machinery.api.schema`), converted from JSON Schema 2020-12 to the
 OpenAPI 3.0 form Kubernetes publishes.
 
-Documents are built once per process, on first use, and kept as bytes with
-their hash (the ``?hash=`` of the index and the ETag). After that everything
-here is read-only, so any task may read them at any time.
+Documents are built on first use and kept, as bytes with their hash (the
+``?hash=`` of the index and the ETag), until the registry changes (a
+CustomResourceDefinition established or removed). They are only read, so any
+task may read them at any time. The Swagger 2.0 document of ``/openapi/v2``
+(:mod:`apiserver.openapiv2`) is converted from these, so both always say the
+same.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from typing import Any, Final
 
 import orjson
 
-from apiserver.routers.discovery import served_group_versions
-from apiserver.tables import SERIALIZED_SUBTYPES
+from apiserver.negotiation import SERIALIZED_SUBTYPES
+from apiserver.registry.registry import Registry
+from apiserver.registry.resource import Resource
 from machinery.api import schema
-from machinery.api.kinds import RESOURCES, ResourceInfo, Subresource
+from machinery.api.kinds import ResourceInfo, Subresource
 
 Json = dict[str, Any]
 
@@ -47,9 +51,6 @@ _PATCH_MEDIA_TYPES: Final = (
     "application/apply-patch+yaml", "application/json-patch+json",
     "application/merge-patch+json", "application/strategic-merge-patch+json",
 )
-# Kubernetes' pod REST storage answers a DELETE with the deleted Pod (it is only marked for
-# deletion while its containers stop); every other kubesim resource answers with a Status.
-_DELETE_RETURNS_OBJECT: Final = frozenset({("", "pods")})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,19 +71,36 @@ def document_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-@functools.cache
-def documents() -> dict[str, Document]:
+def document(registry: Registry, path: str) -> Document | None:
+    """One group-version's OpenAPI v3 document (``api/v1``, ``apis/apps/v1``), or None if not served."""
+    for group, version in registry.group_versions():
+        if document_path(group, version) == path:
+            def build(group: str = group, version: str = version) -> Document:
+                return Document.of(_build(registry, group, version))
+            doc: Document = registry.memo(("openapi-v3", path), build)
+            return doc
+    return None
+
+
+def documents(registry: Registry) -> dict[str, Document]:
     """Every served group-version's OpenAPI v3 document, keyed by :func:`document_path`."""
-    return {document_path(g, v): Document.of(_build(g, v)) for g, v in served_group_versions()}
+    out = {}
+    for group, version in registry.group_versions():
+        doc = document(registry, document_path(group, version))
+        if doc is not None:  # None: the group-version went while this was built (a CRD removed)
+            out[document_path(group, version)] = doc
+    return out
 
 
-@functools.cache
-def index() -> Document:
+def index(registry: Registry) -> Document:
     """``GET /openapi/v3``: where each group-version's document is, with its hash."""
-    return Document.of({"paths": {
-        path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={doc.hash}"}
-        for path, doc in documents().items()
-    }})
+    def build() -> Document:
+        return Document.of({"paths": {
+            path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={doc.hash}"}
+            for path, doc in documents(registry).items()
+        }})
+    doc: Document = registry.memo("openapi-v3-index", build)
+    return doc
 
 
 # --- Parameters ---------------------------------------------------------------------------------
@@ -227,6 +245,31 @@ _LOG_PARAMETERS: Final = (
 # The subresources that stream text instead of reading and writing an object.
 _TEXT_SUBRESOURCES: Final = {"log": _LOG_PARAMETERS}
 
+_CONTAINER = _parameter("container", "The container in which to execute the command. Defaults to only container "
+                        "if there is only one container in the pod.", "string")
+_STREAM_FLAGS = (
+    _parameter("stderr", "Redirect the standard error stream of the pod for this call.", "boolean"),
+    _parameter("stdin", "Redirect the standard input stream of the pod for this call. Defaults to false.",
+               "boolean"),
+    _parameter("stdout", "Redirect the standard output stream of the pod for this call.", "boolean"),
+    _parameter("tty", "TTY if true indicates that a tty will be allocated for the exec call. Defaults to false.",
+               "boolean"),
+)
+_PROXY_PATH = _parameter("path", "Path is the URL path to use for the current proxy request.", "string")
+# Connect subresources (Kubernetes' "connect" action): the options kind -> its query parameters.
+_CONNECT_PARAMETERS: Final = {
+    "PodExecOptions": (_parameter("command", "Command is the remote command to execute. argv array. Not executed "
+                                  "within a shell.", "string"), _CONTAINER, *_STREAM_FLAGS),
+    "PodAttachOptions": (_CONTAINER, *_STREAM_FLAGS),
+    "PodPortForwardOptions": (_parameter("ports", "List of ports to forward Required when using WebSockets",
+                                         "integer"),),
+    "PodProxyOptions": (_PROXY_PATH,),
+    "NodeProxyOptions": (_PROXY_PATH,),
+    "ServiceProxyOptions": (_PROXY_PATH,),
+}
+_CONNECT_METHODS: Final = {"get": ("get", "GET"), "create": ("post", "POST"), "update": ("put", "PUT"),
+                           "delete": ("delete", "DELETE"), "patch": ("patch", "PATCH")}
+
 
 @functools.cache
 def _delete_parameters() -> tuple[Json, ...]:
@@ -331,8 +374,9 @@ def _patch_body() -> Json:
     return {"content": _content(_ref(_PATCH), _PATCH_MEDIA_TYPES), "required": True}
 
 
-def _resource_paths(ri: ResourceInfo[Any]) -> Iterator[tuple[str, str, Json]]:
+def _resource_paths(resource: Resource) -> Iterator[tuple[str, str, Json]]:
     """``(path, method, operation)`` for every operation kubesim serves on one resource."""
+    ri = resource.info
     names = _Names(ri.group, ri.version)
     gv = names.operation_infix
     scope = "Namespaced" if ri.namespaced else ""
@@ -346,7 +390,9 @@ def _resource_paths(ri: ResourceInfo[Any]) -> Iterator[tuple[str, str, Json]]:
     item = collection + "/{name}"
     watch_collection = collection.replace(prefix, prefix + "/watch", 1)
     verbs = set(ri.verbs)
-    deleted = obj if (ri.group, ri.plural) in _DELETE_RETURNS_OBJECT else _ref(_STATUS)
+    # Some kinds answer a DELETE with the object (Pods, Services...; Namespaces, which are only marked).
+    returns_object = resource.strategy is not None and resource.strategy.return_deleted_object
+    deleted = obj if returns_object else _ref(_STATUS)
     list_media = _MEDIA_TYPES + _STREAM_MEDIA_TYPES
 
     def op(action: str, description: str, operation_id: str, **kwargs: Any) -> Json:
@@ -415,6 +461,17 @@ def _subresource_paths(ri: ResourceInfo[Any], sub: Subresource, names: _Names,
     path = f"{item}/{sub.name}"
     params = [_parameter("name", f"name of the {sub.kind}", "string", where="path"),
               *([_NAMESPACE] if ri.namespaced else []), _PRETTY]
+
+    connect_params = _CONNECT_PARAMETERS.get(sub.kind)
+    if connect_params is not None:
+        text = _responses({"type": "string"}, ["200"], ("*/*",))
+        for verb in sub.verbs:
+            method, upper = _CONNECT_METHODS[verb]
+            op_id = f"connect{names.operation_infix}{upper.capitalize()}{base_id[len(names.operation_infix):]}"
+            yield path, method, names.operation("connect", f"connect {upper} requests to {sub.name} of {ri.kind}",
+                                                op_id, gvk=_gvk(group, version, sub.kind),
+                                                parameters=[*params, *connect_params], responses=text)
+        return
 
     text_params = _TEXT_SUBRESOURCES.get(sub.name)
     if text_params is not None:
@@ -538,15 +595,16 @@ def _component(name: str) -> Json:
     return converted
 
 
-def _build(group: str, version: str) -> Json:
+def _build(registry: Registry, group: str, version: str) -> Json:
     names = _Names(group, version)
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     paths: dict[str, Json] = {f"{prefix}/": {"get": names.operation(
         "get", "get available resources", f"get{names.operation_infix}APIResources",
         responses=_responses(_ref(_API_RESOURCE_LIST), ["200"]))}}
-    for ri in RESOURCES:
+    for resource in registry.resources():
+        ri = resource.info
         if (ri.group, ri.version) == (group, version):
-            for path, method, operation in _resource_paths(ri):
+            for path, method, operation in _resource_paths(resource):
                 paths.setdefault(path, {})[method] = operation
     for path_item in paths.values():
         _hoist_common_parameters(path_item)

@@ -203,6 +203,10 @@ def merge_type(definition: str) -> MergeType:
     return _compile({"$ref": f"#/$defs/{definition}"}, schema.definition(definition))
 
 
+# A CustomResourceDefinition's schema can change under the same definition name.
+schema.on_change(merge_type.cache_clear)
+
+
 # --------------------------------------------------------------------------- JSON Patch (RFC 6902)
 
 

@@ -1,10 +1,13 @@
-"""The APIServer's process-wide state: etcd, one watch cache and one store per resource, background tasks.
+"""The APIServer's process-wide state: the registry, etcd, one store and watch cache per stored resource.
 
-Built once by ``create_app()`` and reached by handlers through
-``request.app.state.server``. Its background tasks are named and supervised:
+Built once by ``create_app()`` and reached by handlers through the request's
+:class:`~apiserver.endpoints.request.Call`. It is also the
+:class:`~apiserver.registry.store.StoreContext` that strategies' hooks and
+admission plugins reach the cluster through. Its background tasks are named and supervised:
 one per watch cache (list then watch etcd, forever), the compactor, the
-bookmark ticker and the etcd health probe. ``stop()`` cancels them all and
-ends every watch stream, so the process exits promptly on SIGTERM.
+bookmark ticker, the etcd health probe and the repair of Service allocations.
+``stop()`` cancels them all and ends every watch stream, so the process exits
+promptly on SIGTERM.
 """
 
 from __future__ import annotations
@@ -13,15 +16,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from apiserver import errors, managedfields
-from apiserver.registry import events, leases, namespaces, nodes, pods, replicationcontrollers
+from apiserver import audit, authentication, authorization, errors, managedfields
+from apiserver.admission import Chain, default_chain
+from apiserver.apiextensions.controller import CRDController
+from apiserver.authorization.rbac import RBAC
+from apiserver.controller import systemnamespaces
+from apiserver.proxy.kubelet import KubeletClient
+from apiserver.registry.core import kubernetesservice, services
+from apiserver.registry.groups import builtin_resources
+from apiserver.registry.rbac import bootstrap as rbac_bootstrap
+from apiserver.registry.registry import Registry
+from apiserver.registry.resource import Resource
+from apiserver.registry.storage import storageclasses
 from apiserver.registry.store import FieldTracker, Store, WriteOptions
-from apiserver.registry.strategy import Strategy
+from apiserver.settings import Settings
+from apiserver.storage.compactor import Compactor
 from apiserver.storage.etcd import EtcdStorage, StorageError
 from apiserver.watchcache import WatchCache
 from machinery.api import kinds
@@ -32,72 +45,117 @@ log = logging.getLogger("apiserver")
 
 #: Namespaces every cluster has from its first start.
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: The PriorityClasses kube-apiserver creates at its first start.
+SYSTEM_PRIORITY_CLASSES = (
+    ("system-node-critical", 2000001000, ("Used for system critical pods that must not be moved from their "
+                                         "current node.")),
+    ("system-cluster-critical", 2000000000, ("Used for system critical pods that must run in the cluster, but "
+                                            "can be moved to another node if necessary.")),
+)
 
-
-@dataclass
-class Settings:
-    etcd_servers: list[str]
-    etcd_request_timeout: float = 5.0
-    compaction_interval: float = 300.0
-    watch_cache_size: int = 10_000
-    watcher_queue_size: int = 10_000
-    bookmark_interval: float = 30.0
-    event_ttl: int = 3600
-    max_body_bytes: int = 3 * 1024 * 1024
-    min_request_timeout: int = 1800
-    track_managed_fields: bool = True
-    default_not_ready_toleration_seconds: int = 300
-    default_unreachable_toleration_seconds: int = 300
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-STRATEGIES: dict[str, type[Strategy]] = {
-    kinds.NODES.plural: nodes.NodeStrategy,
-    kinds.NAMESPACES.plural: namespaces.NamespaceStrategy,
-    kinds.REPLICATION_CONTROLLERS.plural: replicationcontrollers.ReplicationControllerStrategy,
-    kinds.EVENTS.plural: events.EventStrategy,
-    kinds.LEASES.plural: leases.LeaseStrategy,
-}
+__all__ = ["APIServer", "Settings"]
 
 
 class APIServer:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, registry: Registry | None = None) -> None:
         self.settings = settings
         self.storage = EtcdStorage(settings.etcd_servers, timeout=settings.etcd_request_timeout)
+        self.registry = registry or Registry(builtin_resources())
+        self.admission: Chain = default_chain(settings)
         self.caches: dict[ResourceInfo[Any], WatchCache] = {}
         self.stores: dict[ResourceInfo[Any], Store] = {}
-        for ri in kinds.RESOURCES:
-            strategy = (pods.PodStrategy(
-                not_ready_toleration_seconds=settings.default_not_ready_toleration_seconds,
-                unreachable_toleration_seconds=settings.default_unreachable_toleration_seconds)
-                if ri is kinds.PODS else STRATEGIES[ri.plural]())
-            cache = WatchCache(ri, self.storage, capacity=settings.watch_cache_size,
-                               max_watcher_queue=settings.watcher_queue_size,
-                               field_extractor=strategy.fields)
-            self.caches[ri] = cache
-            self.stores[ri] = Store(strategy, self.storage, cache, namespace_exists=self.check_namespace,
-                                    field_tracker=_field_tracker(ri) if settings.track_managed_fields else None,
-                                    ttl_seconds=settings.event_ttl if ri is kinds.EVENTS else 0)
+        # Every set of keys gets its store, whether or not its resource is served.
+        for info in self.registry.stored():
+            self._add_store(self.registry.get(info))
+        # Who sent a request, what they may do, what is recorded (they read the watch caches above).
+        self.authenticator, self.token_generator = authentication.build(settings.security, self.caches.get)
+        self.rule_resolver = RBAC(self.caches.get)
+        self.authorizer = authorization.build(settings.security.authorization_modes, self.caches.get,
+                                              rbac=self.rule_resolver)
+        self.auditor = audit.build(settings.security)
+        #: What ``--insecure-port`` serves (set by ``apiserver.app.asgi_app``).
+        self.insecure_app: Any = None
+        #: kube-apiserver's ``poststarthook/rbac/bootstrap-roles``: the default roles exist.
+        self.rbac_bootstrapped = asyncio.Event()
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None))
+        #: How kubelets are reached (HTTPS, with ``--kubelet-client-certificate``).
+        self.kubelet = KubeletClient(settings.security)
         self.etcd_ok = False
         self.etcd_checked = 0.0
         self._tasks: list[asyncio.Task[None]] = []
         self.stopping = asyncio.Event()
+        self.started = False
+
+    def _add_store(self, resource: Resource) -> Store:
+        info = resource.info
+        strategy = resource.strategy
+        assert strategy is not None
+        cache = WatchCache(info, self.storage, capacity=self.settings.watch_cache_size,
+                           max_watcher_queue=self.settings.watcher_queue_size, field_extractor=strategy.fields)
+        self.caches[info] = cache
+        store = Store(info, strategy, self.storage, cache, context=self,
+                      field_tracker=_field_tracker(info) if self.settings.track_managed_fields else None,
+                      ttl_seconds=resource.ttl(self.settings) if resource.ttl is not None else 0)
+        self.stores[info] = store
+        return store
+
+    def serve(self, resource: Resource, *, version_priority: int = 15) -> None:
+        """Serve a resource from now on (a custom resource): its store, its watch cache, its routes.
+
+        Serving a resource again (its CustomResourceDefinition changed) keeps its store and watch
+        cache and takes the new strategy. A resource registered unserved (``served=False``) gets
+        its store and watch cache but no routes.
+        """
+        info = resource.info
+        if resource.stored and resource.storage_of is None:
+            store = self.stores.get(info)
+            if store is None:
+                self._add_store(resource)
+                if self.started:
+                    self._spawn(f"watchcache-{info.group_resource}", self.caches[info].run())
+            elif resource.strategy is not None:
+                store.strategy = resource.strategy
+                self.caches[info].field_extractor = resource.strategy.fields
+        self.registry.add(resource, version_priority=version_priority)
+
+    def unserve(self, info: ResourceInfo[Any]) -> None:
+        """Stop serving a resource: its routes go, its watchers are ended, its watch cache stops."""
+        self.registry.remove(info)
+        cache = self.caches.pop(info, None)
+        self.stores.pop(info, None)
+        if cache is not None:
+            cache.close()
+            for task in [t for t in self._tasks if t.get_name() == f"watchcache-{info.group_resource}"]:
+                task.cancel()
+                self._tasks.remove(task)
 
     def store(self, ri: ResourceInfo[Any]) -> Store:
-        return self.stores[ri]
+        """The generic store of a stored resource (of the resource it is stored in, for another version)."""
+        store = self.stores.get(ri)
+        if store is None:
+            storage_of = self.registry.get(ri).storage_of
+            if storage_of is None:
+                raise LookupError(f"{ri.group_resource} is not stored")
+            store = self.stores[storage_of]
+        return store
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.storage.connect()
         for ri, cache in self.caches.items():
-            self._spawn(f"watchcache-{ri.plural}", cache.run())
+            self._spawn(f"watchcache-{ri.group_resource}", cache.run())
+        self.started = True
         self._spawn("etcd-health", self._health_loop())
-        self._spawn("bootstrap-namespaces", self._bootstrap())
+        self._spawn("bootstrap", self._bootstrap())
+        self._spawn("system-namespaces", systemnamespaces.run(self.store(kinds.NAMESPACES),
+                                                              interval=self.settings.system_namespaces_interval))
+        self._spawn("service-allocations-repair", services.repair(self))
+        self._spawn("apiextensions", CRDController(self).run())
+        self._spawn("rbac-bootstrap-roles", rbac_bootstrap.ensure(self))
         self._spawn("bookmarks", self._bookmark_loop())
         if self.settings.compaction_interval > 0:
-            self._spawn("compactor", self._compact_loop())
+            self._spawn("compactor", Compactor(self.storage, self.settings.compaction_interval).run())
 
     def _spawn(self, name: str, coro: Any) -> None:
         task = asyncio.create_task(self._supervise(name, coro), name=name)
@@ -121,6 +179,7 @@ class APIServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.http.aclose()
+        await self.kubelet.aclose()
         with contextlib.suppress(Exception):
             await self.storage.close()
 
@@ -133,6 +192,8 @@ class APIServer:
         while True:
             try:
                 await self.storage.status_revision(timeout=1.0)
+                if self.storage.version is None:
+                    await self.storage.check_features()
                 if not self.etcd_ok:
                     log.info("etcd is reachable")
                 self.etcd_ok = True
@@ -144,20 +205,45 @@ class APIServer:
             await asyncio.sleep(1.0)
 
     async def _bootstrap(self) -> None:
-        """Create the system namespaces if missing, retrying until etcd answers."""
-        ns_store = self.stores[kinds.NAMESPACES]
-        pending = list(SYSTEM_NAMESPACES)
+        """Create what every cluster has from its first start, retrying until etcd answers.
+
+        As kube-apiserver's bootstrap controllers do: the system namespaces, the
+        system PriorityClasses (objects that exist already are left as they are),
+        and the ``kubernetes`` Service with endpoints pointing at this APIServer;
+        and at the very first start (when the system PriorityClasses are new), as
+        the local clusters people try kubectl on have, a default StorageClass
+        (``standard``).
+        """
+        pending: list[tuple[ResourceInfo[Any], dict[str, Any]]] = [
+            (kinds.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            for name in SYSTEM_NAMESPACES
+        ]
+        pending += [(kinds.PRIORITY_CLASSES, {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value, "description": description, "preemptionPolicy": "PreemptLowerPriority"})
+            for name, value, description in SYSTEM_PRIORITY_CLASSES]
         while pending:
-            name = pending[0]
+            info, obj = pending[0]
             try:
-                await ns_store.create(None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                                      WriteOptions(field_manager="kube-apiserver"))
+                await self.store(info).create(None, obj, WriteOptions(field_manager="kube-apiserver"))
                 pending.pop(0)
+                if info is kinds.PRIORITY_CLASSES and obj["metadata"]["name"] == SYSTEM_PRIORITY_CLASSES[0][0]:
+                    # A cluster's first start (only this bootstrap creates the system classes): it gets
+                    # its default StorageClass once, not again after someone deleted it.
+                    pending.append((kinds.STORAGE_CLASSES, storageclasses.default_storage_class()))
             except errors.APIError as e:
                 if e.reason == "AlreadyExists":
                     pending.pop(0)
                 else:
                     await asyncio.sleep(0.5)
+        # The kubernetes Service and its endpoints, pointing at this APIServer.
+        while True:
+            try:
+                await kubernetesservice.ensure(self)
+                return
+            except errors.APIError as e:
+                log.info("bootstrapping the kubernetes Service: %s", e.message)
+                await asyncio.sleep(0.5)
 
     async def _bookmark_loop(self) -> None:
         while True:
@@ -165,38 +251,6 @@ class APIServer:
             for cache in self.caches.values():
                 cache.send_bookmarks()
 
-    async def _compact_loop(self) -> None:
-        """Compact etcd history to the revision seen one interval ago, as kube-apiserver does."""
-        previous = 0
-        while True:
-            await asyncio.sleep(self.settings.compaction_interval)
-            try:
-                current = await self.storage.status_revision()
-                if previous:
-                    await self.storage.compact(previous)
-                    log.info("compacted etcd history up to revision %d", previous)
-                previous = current
-            except StorageError as e:
-                if "compacted" not in str(e):
-                    log.warning("compaction failed: %s", e)
-
-    # --- admission -----------------------------------------------------------------------------
-
-    async def check_namespace(self, ri: ResourceInfo[Any], namespace: str, name: str) -> None:
-        """NamespaceLifecycle admission: the namespace exists and is not terminating."""
-        ns_store = self.stores[kinds.NAMESPACES]
-        entry = ns_store.cache.get(kinds.NAMESPACES.etcd_key(None, namespace))
-        if entry is None:
-            # The cache may not have seen a namespace created a moment ago: ask etcd.
-            try:
-                entry = await ns_store.get(None, namespace)
-            except errors.APIError as e:
-                if e.code == 404:
-                    raise errors.namespace_not_found(namespace) from None
-                raise
-        phase = (entry.obj.get("status") or {}).get("phase")
-        if phase == "Terminating" or (entry.obj.get("metadata") or {}).get("deletionTimestamp"):
-            raise errors.namespace_terminating(ri, name, namespace)
 
 
 def _field_tracker(ri: ResourceInfo[Any]) -> FieldTracker:

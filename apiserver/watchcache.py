@@ -33,6 +33,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from apiserver.metrics import WATCH_FANOUT_CPU
 from apiserver.storage.etcd import (
     DELETE,
     Compacted,
@@ -53,6 +54,9 @@ _OWN_WRITES_MAX: Final = 4096
 
 #: Queue length after which a watcher is considered too slow and ended with 410.
 DEFAULT_WATCHER_QUEUE: Final = 10_000
+
+#: How often etcd is asked for a progress notification while a request waits for a revision.
+_PROGRESS_REQUEST_INTERVAL: Final = 0.1
 
 
 @dataclass(slots=True)
@@ -81,19 +85,24 @@ class CacheEvent:
 class Filter:
     """Namespace, label and field conditions of one watch or list."""
 
-    __slots__ = ("extractor", "field", "label", "name", "namespace")
+    __slots__ = ("extractor", "field", "key_prefix", "label", "name", "namespace")
 
-    def __init__(self, *, namespace: str | None, label: Any = None, field: Any = None,
-                 extractor: Callable[[dict[str, Any]], dict[str, str]] | None = None,
+    def __init__(self, *, namespace: str | None, key_prefix: str | None = None, label: Any = None,
+                 field: Any = None, extractor: Callable[[dict[str, Any]], dict[str, str]] | None = None,
                  name: str | None = None) -> None:
+        """``key_prefix`` is the namespace's etcd prefix (``/registry/services/specs/default/``): a
+        resource's etcd name may hold a slash, so a key alone does not say where its namespace is."""
         self.namespace = namespace or None
+        if self.namespace is not None and key_prefix is None:
+            raise ValueError("a namespace filter needs the namespace's key prefix")
+        self.key_prefix = key_prefix if self.namespace is not None else None
         self.label = label if label is not None and not label.empty() else None
         self.field = field if field is not None and not field.empty() else None
         self.extractor = extractor
         self.name = name
 
     def matches(self, entry: Entry) -> bool:
-        if self.namespace is not None and entry.namespace != self.namespace:
+        if self.key_prefix is not None and not entry.key.startswith(self.key_prefix):
             return False
         if self.name is not None and entry.name != self.name:
             return False
@@ -110,10 +119,13 @@ class Watcher:
     """One HTTP watch: a bounded queue of encoded lines, fed by the cache."""
 
     def __init__(self, cache: WatchCache, flt: Filter, *, bookmarks: bool, max_queue: int,
-                 transform: Callable[[str, Entry], bytes] | None = None) -> None:
+                 transform: Callable[[str, Entry], bytes] | None = None,
+                 bookmark_kind: tuple[str, str] | None = None) -> None:
         self.cache = cache
         self.filter = flt
         self.bookmarks = bookmarks
+        #: (apiVersion, kind) of bookmark objects when the watch's objects are converted (PartialObjectMetadata).
+        self.bookmark_kind = bookmark_kind or (cache.ri.api_version, cache.ri.kind)
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.max_queue = max_queue
         self.transform = transform
@@ -136,7 +148,7 @@ class Watcher:
 
     def deliver(self, ev: CacheEvent) -> None:
         flt = self.filter
-        if flt.namespace is not None and ev.entry.namespace != flt.namespace:
+        if flt.key_prefix is not None and not ev.entry.key.startswith(flt.key_prefix):
             return
         if flt.trivial:
             etype: str = ev.type
@@ -167,7 +179,7 @@ class Watcher:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": self.cache.ri.kind, "apiVersion": self.cache.ri.api_version, "metadata": meta}
+        obj = {"kind": self.bookmark_kind[1], "apiVersion": self.bookmark_kind[0], "metadata": meta}
         self.last_rv = rv
         self._put(b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n")
 
@@ -200,6 +212,14 @@ class NotFresh(Exception):
         self.current = current
 
 
+class CacheNotReady(Unavailable):
+    """The cache has not listed etcd yet (etcd unreachable at start, or relisting): answered 503."""
+
+
+class CacheClosed(Exception):
+    """The cache was stopped for good (its resource is no longer served): nothing will reach it again."""
+
+
 class WatchCache:
     """The cached state and recent history of one resource, kept current by one etcd watch."""
 
@@ -225,14 +245,33 @@ class WatchCache:
         self._watch: Any = None
         #: Entries this APIServer wrote, by key, until their watch event arrives.
         self._own_writes: dict[str, Entry] = {}
+        #: Requests waiting for the cache to reach a revision, and the one task asking etcd for progress.
+        self._waiting = 0
+        self._progress_task: asyncio.Task[None] | None = None
+        #: Progress requests sent to etcd so far (for tests and debugging).
+        self.progress_requests = 0
+        #: Set by :meth:`close`: the resource is no longer served (its CustomResourceDefinition went).
+        self.closed = False
+        self._closed = asyncio.Event()
+        self._closing: asyncio.Task[None] | None = None
 
     # --- keeping the cache current ---------------------------------------------------------
 
     async def run(self) -> None:
         """List, then watch from the list's revision; relist when the watch cannot resume. Forever."""
         backoff = 0.1
+        reconnecting = False
         while True:
             try:
+                if self.ready.is_set() and reconnecting:
+                    # etcd may have come back without revisions it had applied (and this cache had
+                    # seen) when it crashed: a cache ahead of etcd would serve ghosts. Relist then.
+                    current = await self.storage.status_revision()
+                    if current < self.rv:
+                        log.warning("%s: etcd is at revision %d, behind the cache's %d; relisting",
+                                    self.ri.plural, current, self.rv)
+                        self.ready.clear()
+                reconnecting = False
                 if not self.ready.is_set():
                     await self._relist()
                 await self._watch_from(self.rv + 1)
@@ -242,6 +281,7 @@ class WatchCache:
                 self.ready.clear()
             except (Unavailable, StorageError) as e:
                 log.warning("%s: etcd watch interrupted (%s); retrying in %.1fs", self.ri.plural, e, backoff)
+                reconnecting = True
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
 
@@ -290,6 +330,15 @@ class WatchCache:
         same revision); its decoded object saves every selector-filtered watcher a decode.
         Bounded: if events are lost (a relist), the oldest entries are forgotten.
         """
+        if self.ready.is_set() and self.oldest_rv < entry.rv <= self.rv:
+            i = bisect.bisect_left(self.window_rvs, entry.rv)
+            if i == len(self.window_rvs) or self.window_rvs[i] != entry.rv:
+                # The cache is past this write's revision without having seen it: etcd went back
+                # (it lost revisions in a crash that this cache had seen). Relist.
+                log.warning("%s: a write at revision %d that the cache (at %d) never saw; relisting",
+                            self.ri.plural, entry.rv, self.rv)
+                self.relist()
+                return
         self._own_writes[entry.key] = entry
         if len(self._own_writes) > _OWN_WRITES_MAX:
             del self._own_writes[next(iter(self._own_writes))]
@@ -299,6 +348,13 @@ class WatchCache:
             self._watch.request_progress()
 
     def _apply(self, batch: WatchBatch) -> None:
+        started = time.thread_time()
+        try:
+            self._apply_events(batch)
+        finally:
+            WATCH_FANOUT_CPU.labels(self.ri.group_resource).inc(time.thread_time() - started)
+
+    def _apply_events(self, batch: WatchBatch) -> None:
         for ev in batch.events:
             key = ev.kv.key
             prev = self.state.get(key)
@@ -350,25 +406,88 @@ class WatchCache:
         async with self._advanced:
             self._advanced.notify_all()
 
-    async def wait_for(self, rv: int, timeout: float = 3.0) -> None:
-        """Wait until the cache has applied every event up to ``rv`` (asking etcd for progress)."""
+    async def wait_for(self, rv: int, timeout: float = 3.0, *, current: int | None = None) -> None:
+        """Wait until the cache has applied every event up to ``rv``, for at most ``timeout`` seconds.
+
+        The wait is this request's own: it ends at its own deadline whatever other
+        requests wait for. A revision beyond etcd's current one (``current``, asked
+        when not given) can never be reached and fails at once. The cache reaches a
+        revision by the watch's events or by a progress notification. etcd sends
+        those periodically to an idle watch; with an etcd whose answers to progress
+        requests are ordered behind events, one progress requester also asks every
+        100 ms while any request waits (kube-apiserver's
+        ``conditionalProgressRequester``), however many wait: waiters never ask etcd
+        themselves, so they cannot flood the watch stream with progress responses.
+        """
         if self.ready.is_set() and self.rv >= rv:
             return
+        if self.closed:
+            raise CacheClosed(self.ri.plural)
         deadline = time.monotonic() + timeout
-        await asyncio.wait_for(self.ready.wait(), timeout)
-        async with self._advanced:
-            while self.rv < rv:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise NotFresh(rv, self.rv)
-                self.request_progress()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._advanced.wait(), min(remaining, 0.25))
+        try:
+            await asyncio.wait_for(self.wait_ready(), timeout)
+        except TimeoutError:
+            raise CacheNotReady(f"storage is (re)initializing: the {self.ri.plural} cache has not listed "
+                                "etcd yet") from None
+        if self.rv >= rv:
+            return
+        if current is None:
+            current = await self.storage.status_revision()
+        if rv > current:
+            raise NotFresh(rv, self.rv)
+        self._waiting += 1
+        if self.storage.progress_requests_reliable and (self._progress_task is None or self._progress_task.done()):
+            self._progress_task = asyncio.create_task(self._request_progress_while_waiting(),
+                                                      name=f"watchcache-progress-{self.ri.plural}")
+        try:
+            async with self._advanced:
+                while self.rv < rv:
+                    if self.closed:
+                        raise CacheClosed(self.ri.plural)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise NotFresh(rv, self.rv)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._advanced.wait(), remaining)
+        finally:
+            self._waiting -= 1
+
+    async def wait_ready(self) -> None:
+        """Wait until the cache has listed etcd; raise :class:`CacheClosed` if it is closed meanwhile."""
+        if self.ready.is_set():
+            return
+        if self.closed:
+            raise CacheClosed(self.ri.plural)
+        ready = asyncio.ensure_future(self.ready.wait())
+        closed = asyncio.ensure_future(self._closed.wait())
+        try:
+            await asyncio.wait({ready, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+            closed.cancel()
+        if not self.ready.is_set():
+            raise CacheClosed(self.ri.plural)
+
+    async def _request_progress_while_waiting(self) -> None:
+        while self._waiting > 0:
+            self.request_progress()
+            self.progress_requests += 1
+            await asyncio.sleep(_PROGRESS_REQUEST_INTERVAL)
 
     async def wait_fresh(self, timeout: float = 3.0) -> None:
-        """Wait until the cache reflects everything etcd holds now (a consistent read from the cache)."""
+        """Wait until the cache reflects everything etcd holds now (a consistent read from the cache).
+
+        Without ordered progress requests (see ``EtcdStorage.progress_requests_reliable``) this
+        lasts until etcd's next periodic progress notification or an event of this resource.
+        """
         current = await self.storage.status_revision()
-        await self.wait_for(current, timeout)
+        await self.wait_for(current, timeout, current=current)
+
+    def relist(self) -> None:
+        """Drop the cache's state and watch: ``run`` lists etcd again and watchers start over."""
+        self.ready.clear()
+        if self._watch is not None:
+            self._watch.close()
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -393,14 +512,19 @@ class WatchCache:
     # --- watching -----------------------------------------------------------------------------
 
     def watch(self, flt: Filter, *, since: int | None, bookmarks: bool, send_initial: bool,
-              transform: Callable[[str, Entry], bytes] | None = None) -> Watcher:
+              transform: Callable[[str, Entry], bytes] | None = None,
+              bookmark_kind: tuple[str, str] | None = None) -> Watcher:
         """Register a watcher.
 
         ``since=None`` starts from the current state, sending it first as synthetic
         ADDED events when ``send_initial``; ``since=N`` replays the window's events after
         N. Raises :class:`TooOld` when N is older than the window.
         """
-        w = Watcher(self, flt, bookmarks=bookmarks, max_queue=self.max_watcher_queue, transform=transform)
+        w = Watcher(self, flt, bookmarks=bookmarks, max_queue=self.max_watcher_queue, transform=transform,
+                    bookmark_kind=bookmark_kind)
+        if self.closed:
+            w.close()  # the resource is gone: the watch ends at once, and its client relists
+            return w
         if since is None or send_initial:
             if send_initial:
                 for entry in self.list(flt):
@@ -427,3 +551,15 @@ class WatchCache:
     def close_all(self) -> None:
         for w in tuple(self.watchers):
             w.close()
+
+    def close(self) -> None:
+        """Stop for good (the resource is no longer served): every watch ends, every wait for it fails.
+
+        Requests already waiting for a revision get :class:`CacheClosed` at once instead of
+        timing out; the caller's ``run`` task is cancelled by whoever closes the cache.
+        """
+        self.closed = True
+        self._closed.set()
+        self.close_all()
+        with contextlib.suppress(RuntimeError):  # no running loop: nobody can be waiting
+            self._closing = asyncio.get_running_loop().create_task(self._notify())

@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+import copy
 import datetime
 import logging
 import random
@@ -39,17 +40,18 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
 from apiserver import errors
 from apiserver.errors import APIError
-from apiserver.registry.strategy import Obj, Strategy
+from apiserver.registry.strategy import FinishFunc, Obj, Strategy
 from apiserver.storage.etcd import (
     Compacted,
     EtcdStorage,
     KeyExists,
+    RequestTooLarge,
     RevisionMismatch,
     StorageError,
     StorageTimeout,
@@ -57,9 +59,14 @@ from apiserver.storage.etcd import (
 )
 from apiserver.storage.objects import Entry, at_revision, decode, encode, stamp
 from apiserver.validation.field import FieldError, invalid_message
-from apiserver.watchcache import Filter, NotFresh, WatchCache
+from apiserver.watchcache import CacheClosed, Filter, NotFresh, WatchCache
 from machinery.api import meta as metautil
 from machinery.api.kinds import ResourceInfo
+
+if TYPE_CHECKING:
+    from apiserver.admission.chain import UserInfo
+    from apiserver.authorization.authorizer import Authorizer, RuleResolver
+    from apiserver.settings import Settings
 
 log = logging.getLogger("apiserver.store")
 
@@ -67,13 +74,48 @@ log = logging.getLogger("apiserver.store")
 _NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 _NAME_SUFFIX_LEN: Final = 5
 _GENERATE_NAME_ATTEMPTS: Final = 8
-_UPDATE_ATTEMPTS: Final = 16
+#: A grace period of up to int64 seconds is accepted; the deletionTimestamp stops at ~300 years from now.
+_LATEST_DELETION_SECONDS: Final = 10**10
 
 FOREGROUND_FINALIZER: Final = "foregroundDeletion"
 ORPHAN_FINALIZER: Final = "orphan"
 
 #: Called after a write is prepared, to record field ownership (metadata.managedFields).
 FieldTracker = Callable[[Obj | None, Obj, str, str | None], None]
+
+
+class StoreContext(Protocol):
+    """What strategies' hooks and admission may reach of the APIServer (it is the APIServer)."""
+
+    settings: Settings
+    storage: EtcdStorage
+
+    # The request authorizer and RBAC's rule resolver (RBAC's escalation checks ask them about the requester).
+    @property
+    def authorizer(self) -> Authorizer: ...
+
+    @property
+    def rule_resolver(self) -> RuleResolver: ...
+
+    def store(self, info: ResourceInfo[Any]) -> Store: ...
+
+
+class Admission(Protocol):
+    """The admission chain bound to one request, as the store calls it (kube-apiserver's admission.Interface).
+
+    ``mutate`` runs on the object the request produced, before the strategy
+    prepares and validates it; ``validate`` runs after the strategy's
+    validation, just before the write; ``validate_delete`` before a delete.
+    Each raises an APIError to refuse. ``user`` is who sent the request.
+    """
+
+    user: UserInfo
+
+    async def mutate(self, obj: Obj, old: Obj | None) -> None: ...
+
+    async def validate(self, obj: Obj, old: Obj | None) -> None: ...
+
+    async def validate_delete(self, obj: Obj) -> None: ...
 
 
 @dataclass(slots=True)
@@ -127,6 +169,8 @@ def copy_obj(entry: Entry) -> Obj:
 
 
 def storage_error(e: StorageError) -> APIError:
+    if isinstance(e, RequestTooLarge):
+        return errors.APIError(413, "RequestEntityTooLarge", f"etcdserver: request is too large: {e}")
     if isinstance(e, StorageTimeout):
         return errors.timeout(f"etcd request timed out: {e}")
     if isinstance(e, Unavailable):
@@ -143,7 +187,8 @@ def parse_continue(token: str) -> tuple[int, str]:
     try:
         padded = token + "=" * (-len(token) % 4)
         data = orjson.loads(base64.urlsafe_b64decode(padded))
-        if data.get("v") != "meta.k8s.io/v1" or not isinstance(data.get("rv"), int):
+        if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1" or not isinstance(data.get("rv"), int) \
+                or not 0 <= data["rv"] < 2**63:
             raise ValueError("bad version")
         start = data.get("start")
         if not isinstance(start, str) or ".." in start.split("/"):
@@ -154,19 +199,30 @@ def parse_continue(token: str) -> tuple[int, str]:
 
 
 class Store:
-    """CRUD, list and watch for one resource, on etcd and its watch cache."""
+    """CRUD, list and watch for one resource, on etcd and its watch cache.
 
-    def __init__(self, strategy: Strategy, storage: EtcdStorage, cache: WatchCache, *,
-                 namespace_exists: Callable[[ResourceInfo[Any], str, str], Awaitable[None]] | None = None,
-                 field_tracker: FieldTracker | None = None, ttl_seconds: int = 0) -> None:
+    A store is configuration: its resource, its strategy, its cache. A
+    subresource that writes with other rules (``/status``) uses
+    :meth:`using` to get the same store with another strategy.
+    """
+
+    def __init__(self, info: ResourceInfo[Any], strategy: Strategy, storage: EtcdStorage, cache: WatchCache, *,
+                 context: StoreContext | None = None, field_tracker: FieldTracker | None = None,
+                 ttl_seconds: int = 0) -> None:
         self.strategy = strategy
-        self.ri = strategy.ri
+        self.ri = info
         self.storage = storage
         self.cache = cache
-        self.namespace_exists = namespace_exists
+        self.context = context
         self.field_tracker = field_tracker
         self.ttl_seconds = ttl_seconds
-        self._lease: tuple[int, float] | None = None
+        self._lease: list[tuple[int, float]] = []
+
+    def using(self, strategy: Strategy) -> Store:
+        """This store with another strategy (a status store); the cache and the event lease are shared."""
+        other = copy.copy(self)
+        other.strategy = strategy
+        return other
 
     def key(self, namespace: str | None, name: str) -> str:
         return self.ri.etcd_key(namespace, name)
@@ -190,9 +246,27 @@ class Store:
             raise errors.not_found(self.ri, name)
         return entry
 
+    async def read(self, namespace: str | None, name: str) -> Entry | None:
+        """etcd's object (a consistent read), or None."""
+        return await self._read(self.key(namespace, name))
+
+    async def lookup(self, namespace: str | None, name: str) -> Entry | None:
+        """The watch cache's object, or etcd's when the cache does not have it; None when neither has.
+
+        What admission plugins read: an object created a moment ago (a namespace, a
+        PriorityClass, a ServiceAccount, a Pod a kubelet just saw through another
+        APIServer) may not have reached this cache yet, and refusing a request for
+        that would be wrong.
+        """
+        entry = self.cache.get(self.key(namespace, name))
+        return entry if entry is not None else await self._read(self.key(namespace, name))
+
     async def list(self, flt: Filter, *, limit: int = 0, continue_token: str | None = None,
                    resource_version: str | None = None, exact: bool = False) -> ListResult:
-        if continue_token or (limit > 0 and resource_version in (None, "") ) or exact:
+        consistent = resource_version in (None, "")
+        if continue_token or exact or (consistent and (limit > 0 or not self.storage.progress_requests_reliable)):
+            # A consistent read comes from the cache only when etcd's progress notifications can
+            # prove the cache current (kube-apiserver's ConsistentListFromCache needs the same).
             return await self._list_from_etcd(flt, limit=limit, continue_token=continue_token,
                                               resource_version=resource_version, exact=exact)
         try:
@@ -201,7 +275,11 @@ class Store:
             elif resource_version != "0":
                 await self.cache.wait_fresh()
             else:
-                await self.cache.ready.wait()
+                await self.cache.wait_ready()
+        except CacheClosed:
+            # The resource stopped being served while this list was in flight (its CRD went):
+            # answer it from etcd, as kube-apiserver lets requests in flight finish on the old storage.
+            return await self._list_from_etcd(flt, limit=0, continue_token=None, resource_version=None, exact=False)
         except NotFresh as e:
             raise errors.too_large_resource_version(e.requested, e.current) from e
         except StorageError as e:
@@ -267,7 +345,8 @@ class Store:
 
     # --- create ------------------------------------------------------------------------------
 
-    async def create(self, namespace: str | None, obj: Obj, opts: WriteOptions) -> Entry:
+    async def create(self, namespace: str | None, obj: Obj, opts: WriteOptions, *,
+                     admission: Admission | None = None) -> Entry:
         meta = obj.setdefault("metadata", {})
         if self.ri.namespaced:
             meta["namespace"] = namespace
@@ -277,58 +356,86 @@ class Store:
         prefix = meta.get("generateName") or ""
         if not name and not prefix:
             raise self._invalid(obj, [FieldError.required("metadata.name", "name or generateName is required")])
-        if self.ri.namespaced and self.namespace_exists is not None and namespace:
-            await self.namespace_exists(self.ri, namespace, name or prefix)
+        if admission is not None:
+            await self._authorize_write(admission, obj, None)
+            await admission.mutate(obj, None)
+        strategy = self.strategy
+        finish = await self._begin(strategy.begin_create, obj, dry_run=opts.dry_run)
+        ok = False
+        try:
+            # The system fields and a generated name come first, as kube-apiserver's store sets them
+            # "as early as possible": a strategy may use them (a Job's selector names its own uid).
+            meta = obj.setdefault("metadata", {})
+            meta["uid"] = str(uuid.uuid4())
+            meta["creationTimestamp"] = metautil.now_time()
+            generated = not name
+            if generated:
+                meta["name"] = name = generate_name(prefix)
+            strategy.prepare_for_create(obj)
+            strategy.default(obj)
+            meta = obj.setdefault("metadata", {})
+            for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+                meta.pop(k, None)
+            drop_empty_metadata(meta)
+            if strategy.has_generation:
+                meta["generation"] = 1
+            else:
+                meta.pop("generation", None)
+            errs = strategy.validate(obj)
+            if errs:
+                raise self._invalid(obj, errs)
+            opts.warnings.extend(strategy.warnings_on_create(obj))
+            if admission is not None:
+                await admission.validate(obj, None)
+            if self.field_tracker is not None and opts.track_fields:
+                self.field_tracker(None, obj, opts.field_manager, opts.subresource)
+            if opts.dry_run:
+                ok = True
+                return Entry(self.key(namespace, name), orjson.dumps(obj), 0, obj)
 
-        self.strategy.prepare_for_create(obj)
-        self.strategy.default(obj)
-        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
-            meta.pop(k, None)
-        drop_empty_metadata(meta)
-        meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = metautil.now_time()
-        if self.strategy.has_generation:
-            meta["generation"] = 1
-        else:
-            meta.pop("generation", None)
-        generated = not name
-        if generated:
-            meta["name"] = name = generate_name(prefix)
-        errs = self.strategy.validate(obj)
-        if errs:
-            raise self._invalid(obj, errs)
-        if self.field_tracker is not None and opts.track_fields:
-            self.field_tracker(None, obj, opts.field_manager, opts.subresource)
-        if opts.dry_run:
-            return Entry(self.key(namespace, name), orjson.dumps(obj), 0, obj)
+            for attempt in range(_GENERATE_NAME_ATTEMPTS):
+                key = self.key(namespace, name)
+                stored = encode(obj)
+                try:
+                    rev = await self.storage.create(key, stored, lease=await self._ttl_lease())
+                except KeyExists:
+                    if generated and attempt < _GENERATE_NAME_ATTEMPTS - 1:
+                        meta["name"] = name = generate_name(prefix)
+                        continue
+                    raise errors.already_exists(self.ri, name) from None
+                except StorageError as e:
+                    raise storage_error(e) from e
+                ok = True
+                return self._written(stamp(key, obj, stored, rev))
+            raise AssertionError("unreachable: the last attempt returns or raises")
+        finally:
+            await finish(ok)
 
-        for attempt in range(_GENERATE_NAME_ATTEMPTS):
-            key = self.key(namespace, name)
-            stored = encode(obj)
-            try:
-                rev = await self.storage.create(key, stored, lease=await self._ttl_lease())
-            except KeyExists:
-                if generated and attempt < _GENERATE_NAME_ATTEMPTS - 1:
-                    meta["name"] = name = generate_name(prefix)
-                    continue
-                raise errors.already_exists(self.ri, name) from None
-            except StorageError as e:
-                raise storage_error(e) from e
-            return self._written(stamp(key, obj, stored, rev))
-        raise AssertionError("unreachable: the last attempt returns or raises")
+    async def _authorize_write(self, admission: Admission, obj: Obj, old: Obj | None) -> None:
+        """The strategy's check of who writes (kube-apiserver's policy-based storage, RBAC's escalation check)."""
+        if self.context is not None:
+            await self.strategy.authorize_write(self.context, admission.user, obj, old)
+
+    async def _begin(self, hook: Callable[..., Awaitable[FinishFunc]], *args: Any, dry_run: bool) -> FinishFunc:
+        if self.context is None:
+            return _finish_nothing
+        return await hook(self.context, *args, dry_run=dry_run)
 
     async def _ttl_lease(self) -> int:
-        """An etcd lease for objects that expire (Events), reused for a minute like kube-apiserver's."""
+        """An etcd lease for objects that expire (Events), reused for a minute like kube-apiserver's.
+
+        The lease is kept in a list shared with every :meth:`using` copy of this store.
+        """
         if not self.ttl_seconds:
             return 0
         now = time.monotonic()
-        if self._lease is None or now - self._lease[1] > 60:
+        if not self._lease or now - self._lease[0][1] > 60:
             try:
                 lease_id = await self.storage.grant_lease(self.ttl_seconds + 60)
             except StorageError as e:
                 raise storage_error(e) from e
-            self._lease = (lease_id, now)
-        return self._lease[0]
+            self._lease[:] = [(lease_id, now)]
+        return self._lease[0][0]
 
     # --- update ------------------------------------------------------------------------------
 
@@ -336,7 +443,8 @@ class Store:
                           mutate: Callable[[Obj, Entry], Obj], opts: WriteOptions, *,
                           expect_rv: Callable[[Obj], str | None] | None = None,
                           create: Callable[[], Obj] | None = None,
-                          create_on_update: bool | None = None) -> tuple[Entry, bool]:
+                          create_on_update: bool | None = None,
+                          admission: Admission | None = None) -> tuple[Entry, bool]:
         """Read, mutate, write guarded by the read's revision; retry on races (GuaranteedUpdate).
 
         ``mutate(copy, current)`` returns the new object (it may be the copy, changed).
@@ -351,58 +459,88 @@ class Store:
         from_cache = current is not None
         if current is None:
             current = await self._read(key)
-        for _ in range(_UPDATE_ATTEMPTS):
+        # Lost races are retried until one write wins, as GuaranteedUpdate loops: a request that waits
+        # too long ends with the request timeout's 504, never a 409 the client did not cause.
+        while True:
             if current is None:
                 allowed = self.strategy.allow_create_on_update if create_on_update is None else create_on_update
                 if create is not None and allowed:
                     try:
-                        return await self.create(namespace, create(), opts), True
+                        return await self.create(namespace, create(), opts, admission=admission), True
                     except APIError as e:
                         if e.reason != "AlreadyExists":
                             raise
                         current = await self._read(key)
                         continue
                 raise errors.not_found(self.ri, name)
-            new = mutate(copy_obj(current), current)
-            wanted = expect_rv(new) if expect_rv is not None else None
-            if wanted:
-                if wanted != str(current.rv):
+            # The cache may lag behind etcd by a few milliseconds. Whatever the cached object makes fail
+            # (a resourceVersion precondition, validation against the old object, admission) or makes a
+            # no-op is decided again on etcd's copy before it is answered, as GuaranteedUpdate does when
+            # its first state came from the watch cache.
+            try:
+                new = mutate(copy_obj(current), current)
+                wanted = expect_rv(new) if expect_rv is not None else None
+                if wanted:
+                    if wanted != str(current.rv):
+                        raise errors.stale(self.ri, name)
+                elif not self.strategy.allow_unconditional_update and expect_rv is not None:
+                    raise self._invalid(new, [FieldError.invalid(
+                        "metadata.resourceVersion", "", "must be specified for an update")])
+                if admission is not None:
+                    await self._authorize_write(admission, new, current.obj)
+                    await admission.mutate(new, current.obj)
+            except APIError:
+                if from_cache:
+                    current, from_cache = await self._read(key), False
+                    continue
+                raise
+            finish = await self._begin(self.strategy.begin_update, new, current.obj, dry_run=opts.dry_run)
+            ok = False
+            try:
+                try:
+                    result = await self._prepare_update(new, current, opts, admission)
+                except APIError:
                     if from_cache:
-                        # The cache may lag behind etcd by a few milliseconds: ask etcd before refusing.
                         current, from_cache = await self._read(key), False
                         continue
-                    raise errors.stale(self.ri, name)
-            elif not self.strategy.allow_unconditional_update and expect_rv is not None:
-                raise self._invalid(new, [FieldError.invalid(
-                    "metadata.resourceVersion", "", "must be specified for an update")])
-            result = await self._prepare_update(new, current, opts)
-            if result is None:
-                return current, False  # nothing changed: no write
-            if result is _DELETE_NOW:
-                # The last finalizer went: the object goes. A lost race re-applies the change
-                # to the newer object (a 409 if the client named the resourceVersion it saw).
+                    raise
+                if result is None:
+                    if from_cache:
+                        current, from_cache = await self._read(key), False
+                        continue
+                    ok = True
+                    return current, False  # nothing changed: no write
+                if result is _DELETE_NOW:
+                    # The last finalizer went: the object goes. A lost race re-applies the change
+                    # to the newer object (a 409 if the client named the resourceVersion it saw).
+                    try:
+                        gone = await self._delete_now(key, current)
+                    except RevisionMismatch as m:
+                        current = decode(m.current) if m.current is not None else None
+                        from_cache = False
+                        continue
+                    ok = True
+                    return gone, False
+                if opts.dry_run:
+                    ok = True
+                    return Entry(key, orjson.dumps(new), current.rv, new), False
+                stored = encode(new)
                 try:
-                    return await self._delete_now(key, current), False
+                    lease = await self._ttl_lease()
+                    rev = await self.storage.update(key, stored, current.rv, lease=lease)
                 except RevisionMismatch as m:
                     current = decode(m.current) if m.current is not None else None
                     from_cache = False
                     continue
-            if opts.dry_run:
-                return Entry(key, orjson.dumps(new), current.rv, new), False
-            stored = encode(new)
-            try:
-                lease = await self._ttl_lease()
-                rev = await self.storage.update(key, stored, current.rv, lease=lease)
-            except RevisionMismatch as m:
-                current = decode(m.current) if m.current is not None else None
-                from_cache = False
-                continue
-            except StorageError as e:
-                raise storage_error(e) from e
-            return self._written(stamp(key, new, stored, rev)), False
-        raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
+                except StorageError as e:
+                    raise storage_error(e) from e
+                ok = True
+                return self._written(stamp(key, new, stored, rev)), False
+            finally:
+                await finish(ok)
 
-    async def _prepare_update(self, new: Obj, current: Entry, opts: WriteOptions) -> Obj | object | None:
+    async def _prepare_update(self, new: Obj, current: Entry, opts: WriteOptions,
+                              admission: Admission | None) -> Obj | object | None:
         old = current.obj
         meta = new.setdefault("metadata", {})
         old_meta = old.get("metadata") or {}
@@ -424,40 +562,36 @@ class Store:
         new.setdefault("apiVersion", self.ri.api_version)
         new.setdefault("kind", self.ri.kind)
 
-        sub = opts.subresource
-        if sub is None:
-            self.strategy.prepare_for_update(new, old)
-            self.strategy.default(new)
-        elif sub == "status":
-            self.strategy.prepare_for_status_update(new, old)
-            meta = new["metadata"]
-        if self.strategy.has_generation and sub in (None, "scale") and new.get("spec") != old.get("spec"):
-            meta["generation"] = int(old_meta.get("generation") or 1) + 1
-        if sub is None:
-            errs = self.strategy.validate_update(new, old)
-        elif sub == "status":
-            errs = self.strategy.validate_status_update(new, old)
-        else:
-            errs = self.strategy.validate_subresource(sub, new, old)
+        strategy = self.strategy
+        strategy.prepare_for_update(new, old)
+        strategy.default(new)
+        meta = new.setdefault("metadata", {})
+        errs = strategy.validate_update(new, old)
         if errs:
             raise self._invalid(new, errs)
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if _same_ignoring_managed_fields(new, old):
             return None
+        opts.warnings.extend(strategy.warnings_on_update(new, old))
+        if admission is not None:
+            await admission.validate(new, old)
         if self.field_tracker is not None and opts.track_fields:
             self.field_tracker(old, new, opts.field_manager, opts.subresource)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") and \
-                not self.strategy.blocks_deletion(new) and int(meta.get("deletionGracePeriodSeconds") or 0) == 0:
+                not strategy.blocks_deletion(new) and int(meta.get("deletionGracePeriodSeconds") or 0) == 0:
             return _DELETE_NOW
         return new
 
     # --- delete ------------------------------------------------------------------------------
 
-    async def delete(self, namespace: str | None, name: str, opts: DeleteOptions) -> tuple[Entry, bool]:
+    async def delete(self, namespace: str | None, name: str, opts: DeleteOptions, *,
+                     admission: Admission | None = None) -> tuple[Entry, bool]:
         """Delete, or mark for deletion. Returns (the object as it now is or was, deleted now)."""
         key = self.key(namespace, name)
         current = await self._read(key)
-        for _ in range(_UPDATE_ATTEMPTS):
+        # Lost races are retried until one write wins, as GuaranteedUpdate loops: a request that waits
+        # too long ends with the request timeout's 504, never a 409 the client did not cause.
+        while True:
             if current is None:
                 raise errors.not_found(self.ri, name)
             obj = copy_obj(current)
@@ -468,8 +602,13 @@ class Store:
             if opts.precondition_rv and opts.precondition_rv != str(current.rv):
                 raise errors.conflict(self.ri, name, "Precondition failed: ResourceVersion in precondition: "
                                       f"{opts.precondition_rv}, ResourceVersion in object meta: {current.rv}")
+            if admission is not None:
+                await admission.validate_delete(current.obj)
             finalizers = list(meta.get("finalizers") or [])
             policy = opts.propagation_policy
+            if policy is None and not meta.get("deletionTimestamp") and FOREGROUND_FINALIZER not in finalizers:
+                # No policy asked: the kind's default, which a finalizer already there overrides.
+                policy = self.strategy.default_propagation_policy
             if policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
                 finalizers = [f for f in finalizers if f != ORPHAN_FINALIZER] + [FOREGROUND_FINALIZER]
             elif policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
@@ -499,7 +638,7 @@ class Store:
                 del meta["finalizers"]
             if not already or grace < int(meta.get("deletionGracePeriodSeconds") or 0):
                 meta["deletionTimestamp"] = metautil.format_time(
-                    metautil.utcnow() + datetime.timedelta(seconds=grace))
+                    metautil.utcnow() + datetime.timedelta(seconds=min(grace, _LATEST_DELETION_SECONDS)))
             meta["deletionGracePeriodSeconds"] = grace
             self.strategy.mark_deleting(obj)
             if opts.dry_run:
@@ -513,13 +652,13 @@ class Store:
             except StorageError as e:
                 raise storage_error(e) from e
             return self._written(stamp(key, obj, stored, rev)), False
-        raise errors.conflict(self.ri, name, "too many concurrent updates; please try again")
 
     async def _delete_now(self, key: str, current: Entry) -> Entry:
         """Delete ``key`` guarded by ``current``'s revision; the deleted object at the delete's revision.
 
         A lost race raises :class:`RevisionMismatch`: the caller starts over from the value etcd
         returned, so a write that raced (a new finalizer, a status update) is never ignored.
+        Once deleted, the strategy's ``after_delete`` releases what the object held.
         """
         try:
             rev = await self.storage.delete(key, current.rv)
@@ -527,7 +666,13 @@ class Store:
             raise
         except StorageError as e:
             raise storage_error(e) from e
-        return at_revision(current, rev)
+        gone = at_revision(current, rev)
+        if self.context is not None:
+            try:
+                await self.strategy.after_delete(self.context, gone.obj)
+            except Exception:  # the object is gone; a release that failed is logged, not answered
+                log.exception("releasing what %s held failed", key)
+        return gone
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -538,11 +683,15 @@ class Store:
     def _invalid(self, obj: Obj, errs: builtins.list[FieldError]) -> APIError:
         name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
         # Kubernetes names grouped kinds with their group: 'Lease.coordination.k8s.io "x" is invalid'.
-        kind = f"{self.ri.kind}.{self.ri.group}" if self.ri.group else self.ri.kind
-        return errors.invalid(self.ri, name, invalid_message(kind, name, errs), [e.cause() for e in errs])
+        return errors.invalid(self.ri, name, invalid_message(self.ri.group_kind, name, errs),
+                              [e.cause() for e in errs])
 
 
 _DELETE_NOW: Final = object()
+
+
+async def _finish_nothing(_ok: bool) -> None:
+    return None
 
 
 def _same_ignoring_managed_fields(new: Obj, old: Obj) -> bool:

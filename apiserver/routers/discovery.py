@@ -11,9 +11,11 @@ resource through discovery. This router serves both forms Kubernetes has:
   kubectl 1.27 and 1.28), one document per root listing every resource, which
   kubectl asks for first through its Accept header.
 
-Everything is derived from :data:`machinery.api.kinds.RESOURCES`, so a resource
-added there is discovered without touching this file. The documents are built
-on first use and then only read, so requests may run concurrently.
+Everything is derived from the APIServer's registry, so a registered resource
+(a CustomResourceDefinition's too) is discovered without touching this file.
+The documents are built on first use and kept until the registry changes
+(:meth:`~apiserver.registry.registry.Registry.memo`); they are only read, so
+requests may run concurrently.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import orjson
 from fastapi import APIRouter, Request, Response
 
 from apiserver import errors
-from apiserver.tables import GroupVersionKind, negotiate
+from apiserver.negotiation import GroupVersionKind, negotiate
+from apiserver.registry.registry import Registry
 from machinery.api import schema
-from machinery.api.kinds import RESOURCES, ResourceInfo, Subresource, group_versions
+from machinery.api.kinds import ResourceInfo, Subresource
 
 router = APIRouter(tags=["discovery"])
 
@@ -41,35 +44,13 @@ _DISCOVERY_GROUP: Final = "apidiscovery.k8s.io"
 _AGGREGATED: Final = frozenset(
     GroupVersionKind(_DISCOVERY_GROUP, v, "APIGroupDiscoveryList") for v in ("v2", "v2beta1")
 )
-# kube-aggregator's priorities for the built-in groups kubesim serves; a higher one is listed first.
-# Groups it does not know get the priority Kubernetes gives a custom group.
-_GROUP_PRIORITY: Final = {"autoscaling": 17500, "policy": 17100, "coordination.k8s.io": 16500}
-_DEFAULT_GROUP_PRIORITY: Final = 1000
-# The pseudo-resource Kubernetes lists in core v1 to bind a pod by POSTing a Binding to the
-# namespace (the older form of pods/binding).
-_CORE_BINDINGS: Final = {"name": "bindings", "singularName": "binding", "namespaced": True,
-                         "kind": "Binding", "verbs": ["create"]}
 # Go's names for the machine architectures, as /version reports a platform.
 _GOARCH: Final = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
 
-@functools.cache
-def served_group_versions() -> tuple[tuple[str, str], ...]:
-    """Every (group, version) discovery lists, core first, then groups in Kubernetes' priority order.
-
-    Besides the groups of the stored resources this includes the groups that
-    only appear as a subresource's kind (``autoscaling/v1`` for Scale,
-    ``policy/v1`` for Eviction), as Kubernetes lists them.
-    """
-    found = group_versions()
-    for ri in RESOURCES:
-        for sub in ri.subresources:
-            if sub.group and (sub.group, sub.version) not in found:
-                found.append((sub.group, sub.version))
-    core = [gv for gv in found if not gv[0]]
-    groups = sorted((gv for gv in found if gv[0]),
-                    key=lambda gv: (-_GROUP_PRIORITY.get(gv[0], _DEFAULT_GROUP_PRIORITY), gv[0]))
-    return (*core, *groups)
+def _registry(request: Request) -> Registry:
+    registry: Registry = request.app.state.server.registry
+    return registry
 
 
 def _json(content: Json, *, headers: dict[str, str] | None = None) -> Response:
@@ -110,14 +91,16 @@ def _storage_version_hash(group: str, version: str, kind: str) -> str:
     return base64.b64encode(hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()[:8]).decode()
 
 
-def _api_resource(ri: ResourceInfo[Any]) -> Json:
+def _api_resource(ri: ResourceInfo[Any], *, stored: bool) -> Json:
     entry: Json = {"name": ri.plural, "singularName": ri.singular, "namespaced": ri.namespaced,
                    "kind": ri.kind, "verbs": sorted(ri.verbs)}
     if ri.short_names:
         entry["shortNames"] = list(ri.short_names)
     if ri.categories:
         entry["categories"] = list(ri.categories)
-    entry["storageVersionHash"] = _storage_version_hash(ri.group, ri.version, ri.kind)
+    if stored:
+        # Only resources kept in etcd carry a storage version (reviews and bindings do not).
+        entry["storageVersionHash"] = _storage_version_hash(ri.group, ri.version, ri.kind)
     return entry
 
 
@@ -131,37 +114,40 @@ def _api_subresource(ri: ResourceInfo[Any], sub: Subresource) -> Json:
     return entry
 
 
-@functools.cache
-def _api_resources(group: str, version: str) -> tuple[Json, ...]:
+def _api_resources(registry: Registry, group: str, version: str) -> tuple[Json, ...]:
     """The APIResource entries of one group-version, sorted by name as Kubernetes sorts them."""
-    entries: list[Json] = [dict(_CORE_BINDINGS)] if (group, version) == ("", "v1") else []
-    for ri in RESOURCES:
-        if (ri.group, ri.version) == (group, version):
-            entries.append(_api_resource(ri))
-            entries.extend(_api_subresource(ri, sub) for sub in ri.subresources)
-    return tuple(sorted(entries, key=lambda e: str(e["name"])))
+    def build() -> tuple[Json, ...]:
+        entries: list[Json] = []
+        for resource in registry.resources():
+            ri = resource.info
+            if (ri.group, ri.version) == (group, version):
+                entries.append(_api_resource(ri, stored=resource.stored))
+                entries.extend(_api_subresource(ri, sub) for sub in ri.subresources)
+        return tuple(sorted(entries, key=lambda e: str(e["name"])))
+    result: tuple[Json, ...] = registry.memo(("api-resources", group, version), build)
+    return result
 
 
 def _group_version(group: str, version: str) -> Json:
     return {"groupVersion": f"{group}/{version}", "version": version}
 
 
-def _api_group(group: str) -> Json:
-    versions = [_group_version(g, v) for g, v in served_group_versions() if g == group]
+def _api_group(registry: Registry, group: str) -> Json:
+    versions = [_group_version(g, v) for g, v in registry.group_versions() if g == group]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def _groups() -> list[str]:
-    return list(dict.fromkeys(g for g, _ in served_group_versions() if g))
+def _groups(registry: Registry) -> list[str]:
+    return list(dict.fromkeys(g for g, _ in registry.group_versions() if g))
 
 
 # --- Aggregated documents -----------------------------------------------------------------------
 
 
-def _aggregated_version(group: str, version: str) -> Json:
+def _aggregated_version(registry: Registry, group: str, version: str) -> Json:
     """One APIVersionDiscovery, converted from the legacy list as kube-apiserver converts it."""
     resources: dict[str, Json] = {}
-    for entry in _api_resources(group, version):
+    for entry in _api_resources(registry, group, version):
         parent, _, sub = str(entry["name"]).partition("/")
         kind = {"group": entry.get("group", group), "version": entry.get("version", version),
                 "kind": entry["kind"]}
@@ -179,18 +165,20 @@ def _aggregated_version(group: str, version: str) -> Json:
     return {"version": version, "resources": list(resources.values()), "freshness": "Current"}
 
 
-@functools.cache
-def _aggregated(core: bool, version: str) -> tuple[bytes, str]:
+def _aggregated(registry: Registry, core: bool, version: str) -> tuple[bytes, str]:
     """The APIGroupDiscoveryList of ``/api`` (core) or ``/apis``, in one apidiscovery version, and its hash."""
-    items = []
-    for name in ([""] if core else _groups()):
-        versions = [_aggregated_version(g, v) for g, v in served_group_versions() if g == name]
-        # Go writes an unset creationTimestamp as null, and Kubernetes' discovery shows it.
-        metadata: Json = {"name": name, "creationTimestamp": None} if name else {"creationTimestamp": None}
-        items.append({"metadata": metadata, "versions": versions})
-    body = orjson.dumps({"kind": "APIGroupDiscoveryList", "apiVersion": f"{_DISCOVERY_GROUP}/{version}",
-                         "metadata": {}, "items": items})
-    return body, hashlib.sha512(body).hexdigest().upper()
+    def build() -> tuple[bytes, str]:
+        items = []
+        for name in ([""] if core else _groups(registry)):
+            versions = [_aggregated_version(registry, g, v) for g, v in registry.group_versions() if g == name]
+            # Go writes an unset creationTimestamp as null, and Kubernetes' discovery shows it.
+            metadata: Json = {"name": name, "creationTimestamp": None} if name else {"creationTimestamp": None}
+            items.append({"metadata": metadata, "versions": versions})
+        body = orjson.dumps({"kind": "APIGroupDiscoveryList", "apiVersion": f"{_DISCOVERY_GROUP}/{version}",
+                             "metadata": {}, "items": items})
+        return body, hashlib.sha512(body).hexdigest().upper()
+    result: tuple[bytes, str] = registry.memo(("aggregated", core, version), build)
+    return result
 
 
 def _discovery(request: Request, *, core: bool, legacy: Json) -> Response:
@@ -200,7 +188,7 @@ def _discovery(request: Request, *, core: bool, legacy: Json) -> Response:
         raise errors.not_acceptable(["application/json"])
     if chosen.convert is None:
         return _json(legacy, headers={"Vary": "Accept"})
-    body, digest = _aggregated(core, chosen.convert.version)
+    body, digest = _aggregated(_registry(request), core, chosen.convert.version)
     etag = f'"{digest}"'
     headers = {"ETag": etag, "Vary": "Accept", "Cache-Control": "public"}
     if request.headers.get("if-none-match") == etag:
@@ -212,36 +200,44 @@ def _discovery(request: Request, *, core: bool, legacy: Json) -> Response:
 @router.get("/api")
 async def get_core_api_versions(request: Request) -> Response:
     # The address the client reached us at; Kubernetes reports its advertised address.
-    legacy = {"kind": "APIVersions", "versions": [v for g, v in served_group_versions() if not g],
+    legacy = {"kind": "APIVersions", "versions": [v for g, v in _registry(request).group_versions() if not g],
               "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.netloc}]}
     return _discovery(request, core=True, legacy=legacy)
 
 
 @router.get("/apis")
 async def get_api_groups(request: Request) -> Response:
-    legacy = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group(g) for g in _groups()]}
+    registry = _registry(request)
+    legacy = {"kind": "APIGroupList", "apiVersion": "v1",
+              "groups": [_api_group(registry, g) for g in _groups(registry)]}
     return _discovery(request, core=False, legacy=legacy)
 
 
 @router.get("/api/{version}")
-async def get_core_api_resources(version: str) -> Response:
-    if ("", version) not in served_group_versions():
+@router.get("/api/{version}/")
+async def get_core_api_resources(version: str, request: Request) -> Response:
+    registry = _registry(request)
+    if not registry.serves("", version):
         raise errors.path_not_found()
     # Kubernetes writes the core group's lists without an apiVersion, as release 1.1 did.
     return _json({"kind": "APIResourceList", "groupVersion": version,
-                  "resources": list(_api_resources("", version))})
+                  "resources": list(_api_resources(registry, "", version))})
 
 
 @router.get("/apis/{group}")
-async def get_api_group(group: str) -> Response:
-    if group not in _groups():
+@router.get("/apis/{group}/")
+async def get_api_group(group: str, request: Request) -> Response:
+    registry = _registry(request)
+    if group not in _groups(registry):
         raise errors.path_not_found()
-    return _json({"kind": "APIGroup", "apiVersion": "v1", **_api_group(group)})
+    return _json({"kind": "APIGroup", "apiVersion": "v1", **_api_group(registry, group)})
 
 
 @router.get("/apis/{group}/{version}")
-async def get_api_resources(group: str, version: str) -> Response:
-    if (group, version) not in served_group_versions():
+@router.get("/apis/{group}/{version}/")
+async def get_api_resources(group: str, version: str, request: Request) -> Response:
+    registry = _registry(request)
+    if not registry.serves(group, version):
         raise errors.path_not_found()
     return _json({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}",
-                  "resources": list(_api_resources(group, version))})
+                  "resources": list(_api_resources(registry, group, version))})

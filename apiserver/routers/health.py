@@ -1,15 +1,17 @@
-"""``/healthz``, ``/livez`` and ``/readyz``, in kube-apiserver's plain-text form.
+"""``/healthz``, ``/livez`` and ``/readyz``, in kube-apiserver's plain-text form, and ``/metrics``.
 
 ``/livez`` only says the process serves. ``/healthz`` and ``/readyz`` also
 check etcd (probed every second in the background, so these endpoints never
-wait on etcd) and, for ``/readyz``, that every watch cache has its initial list.
+wait on etcd) and that the default RBAC roles exist (``poststarthook/rbac/bootstrap-roles``),
+and, for ``/readyz``, that every watch cache has its initial list.
 ``?verbose`` lists each check as kube-apiserver does (``[+]etcd ok``).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from apiserver.server import APIServer
 
@@ -37,7 +39,8 @@ async def livez(request: Request) -> PlainTextResponse:
 @router.get("/healthz", include_in_schema=False)
 async def healthz(request: Request) -> PlainTextResponse:
     server: APIServer = request.app.state.server
-    return _report(request, [("ping", True), ("etcd", server.etcd_ok)])
+    return _report(request, [("ping", True), ("etcd", server.etcd_ok),
+                             ("poststarthook/rbac/bootstrap-roles", server.rbac_bootstrapped.is_set())])
 
 
 @router.get("/readyz", include_in_schema=False)
@@ -45,4 +48,11 @@ async def readyz(request: Request) -> PlainTextResponse:
     server: APIServer = request.app.state.server
     caches = all(c.ready.is_set() for c in server.caches.values())
     return _report(request, [("ping", True), ("etcd", server.etcd_ok), ("informer-sync", caches),
+                             ("poststarthook/rbac/bootstrap-roles", server.rbac_bootstrapped.is_set()),
                              ("shutdown", not server.stopping.is_set())])
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics() -> Response:
+    """The Prometheus exposition of the process's metrics (``apiserver/metrics.py``), as kube-apiserver serves."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

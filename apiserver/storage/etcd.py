@@ -15,8 +15,8 @@ call has a deadline: when etcd is unreachable a call fails with
 instead of hanging, and the channel reconnects by itself when etcd returns.
 
 Concurrency: one instance per process, shared by all request handlers; the
-gRPC channel multiplexes concurrent calls. Watch streams are independent
-bidirectional calls owned by whoever iterates them.
+gRPC channel multiplexes concurrent calls, and one bidirectional Watch stream
+carries every watch (each iterated by its owner).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import re
+import socket
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -78,6 +81,10 @@ class StorageTimeout(StorageError):
     """etcd did not answer within the deadline."""
 
 
+class RequestTooLarge(StorageError):
+    """etcd refused a request larger than its ``--max-request-bytes`` (or the gRPC message limit)."""
+
+
 @dataclass(frozen=True, slots=True)
 class KV:
     key: str
@@ -119,8 +126,9 @@ def grpc_target(endpoints: list[str]) -> str:
     """A gRPC target for one or several ``http://host:port`` etcd endpoints.
 
     Several endpoints become gRPC's static ``ipv4:`` address list, which fails
-    over between members; that form needs IP addresses, so with host names only
-    the first endpoint is used (and a warning says so).
+    over between members. That form needs IP addresses: host names (the members
+    of a docker-compose project) are resolved once, here; a name that does not
+    resolve leaves only the first endpoint used (and a warning says so).
     """
     hosts = []
     for ep in endpoints:
@@ -130,13 +138,19 @@ def grpc_target(endpoints: list[str]) -> str:
         h, p = hosts[0]
         return f"{h}:{p}"
     try:
-        for h, _ in hosts:
-            ipaddress.IPv4Address(h)
-    except ValueError:
-        log.warning("several etcd endpoints need IPv4 addresses to fail over; using %s only", endpoints[0])
+        addresses = [(_ipv4_of(h), p) for h, p in hosts]
+    except OSError as e:
+        log.warning("several etcd endpoints need IPv4 addresses to fail over (%s); using %s only", e, endpoints[0])
         h, p = hosts[0]
         return f"{h}:{p}"
-    return "ipv4:" + ",".join(f"{h}:{p}" for h, p in hosts)
+    return "ipv4:" + ",".join(f"{h}:{p}" for h, p in addresses)
+
+
+def _ipv4_of(host: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(host))
+    except ValueError:
+        return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
 
 
 _CHANNEL_OPTIONS: Final = {
@@ -166,6 +180,12 @@ class EtcdStorage:
         self._watch_stub: Any = None
         self._lease_stub: Any = None
         self._maintenance: Any = None
+        self._watch_stream: WatchStream | None = None
+        #: etcd's version, once :meth:`check_features` has read it.
+        self.version: tuple[int, int, int] | None = None
+        #: Whether etcd answers a watch's progress request only after every event up to the revision
+        #: it reports (see :func:`reliable_progress_requests`). False until etcd says its version.
+        self.progress_requests_reliable = False
 
     async def connect(self) -> None:
         await self._client.connect()
@@ -175,6 +195,8 @@ class EtcdStorage:
         self._maintenance = self._client.maintenancestub
 
     async def close(self) -> None:
+        if self._watch_stream is not None:
+            self._watch_stream.close()
         await self._client.close()
 
     # --- calls with deadlines -------------------------------------------------------------
@@ -189,6 +211,10 @@ class EtcdStorage:
             if code == grpc.StatusCode.UNAVAILABLE:
                 raise Unavailable(f"etcd is unavailable: {e.details()}") from e
             details = e.details() or ""
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "space exceeded" not in details:
+                raise RequestTooLarge(details) from e
+            if "request is too large" in details:
+                raise RequestTooLarge(details) from e
             if "required revision has been compacted" in details:
                 raise Compacted(0) from e
             if "required revision is a future revision" in details:
@@ -200,6 +226,18 @@ class EtcdStorage:
         resp = await self._call(self._kv.Range, rpc.RangeRequest(key=b"\0", limit=1, count_only=True,
                                                                  keys_only=True), timeout)
         return int(resp.header.revision)
+
+    async def check_features(self, timeout: float = 1.0) -> None:
+        """Read etcd's version, and from it whether its progress requests can be trusted."""
+        resp = await self._call(self._maintenance.Status, rpc.StatusRequest(), timeout)
+        version = parse_version(resp.version)
+        if version != self.version:
+            self.version = version
+            self.progress_requests_reliable = reliable_progress_requests(version)
+            log.info("etcd %s: %s", resp.version, "consistent reads are served from the watch cache"
+                     if self.progress_requests_reliable else
+                     "progress requests are not ordered with events (etcd-io/etcd#15220); consistent lists "
+                     "read etcd, watch caches advance on etcd's periodic progress notifications")
 
     async def get(self, key: str) -> KV | None:
         resp = await self._call(self._kv.Range, rpc.RangeRequest(key=key.encode()))
@@ -274,6 +312,26 @@ class EtcdStorage:
         await self._call(self._kv.Compact, rpc.CompactionRequest(revision=revision, physical=False),
                          timeout=60.0)
 
+    async def claim_compaction(self, key: str, expected_version: int, revision: int) -> tuple[bool, int, int]:
+        """The compactors' election: record ``revision`` at ``key`` if its version is ``expected_version``.
+
+        Returns (whether this call won, the key's version now, etcd's revision now). Of several
+        APIServers, the one whose claim succeeds is the one that compacts this round, as
+        kube-apiserver's compactor does with its ``compact_rev_key``.
+        """
+        k = key.encode()
+        req = rpc.TxnRequest(
+            compare=[rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.VERSION, key=k,
+                                 version=expected_version)],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=str(revision).encode()))],
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k))],
+        )
+        resp = await self._call(self._kv.Txn, req)
+        if resp.succeeded:
+            return True, expected_version + 1, int(resp.header.revision)
+        kvs = resp.responses[0].response_range.kvs
+        return False, int(kvs[0].version) if kvs else 0, int(resp.header.revision)
+
     async def grant_lease(self, ttl: int) -> int:
         resp = await self._call(self._lease_stub.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
         return int(resp.ID)
@@ -281,27 +339,59 @@ class EtcdStorage:
     # --- watch ---------------------------------------------------------------------------
 
     def watch(self, prefix: str, start_revision: int) -> Watch:
-        """A watch on every key under ``prefix``, from ``start_revision`` (inclusive)."""
-        return Watch(self._watch_stub, prefix, start_revision)
+        """A watch on every key under ``prefix``, from ``start_revision`` (inclusive), on this process's stream."""
+        stream = self._watch_stream
+        if stream is None or stream.broken:
+            stream = self._watch_stream = WatchStream(self._watch_stub,
+                                                      trusted=lambda: self.progress_requests_reliable)
+        return Watch(stream, prefix, start_revision)
 
 
-class Watch:
-    """One etcd watch stream, iterated with ``async for batch in watch``.
+def parse_version(text: str) -> tuple[int, int, int]:
+    """``"3.5.1"`` -> ``(3, 5, 1)``; a pre-release or build suffix is ignored."""
+    numbers = [int(n) for n in re.findall(r"\d+", text.split("-", 1)[0].split("+", 1)[0])[:3]]
+    numbers += [0] * (3 - len(numbers))
+    return numbers[0], numbers[1], numbers[2]
 
-    Raises :class:`Compacted` when the start revision is gone, and
-    :class:`Unavailable` when the stream breaks. ``request_progress()`` asks etcd
-    to confirm, with an empty batch, the revision up to which everything has
-    been delivered.
+
+def reliable_progress_requests(version: tuple[int, int, int]) -> bool:
+    """Whether an etcd of this version sends a requested progress notification only once the watch
+    has delivered every event up to the revision it reports.
+
+    Before 3.4.31 and 3.5.13 it answers at once with its current revision, while a newly created
+    watch is still catching up or events wait in the stream's buffer (etcd-io/etcd#15220, #17507):
+    a cache trusting that would serve a "consistent" list without writes it had not yet seen.
+    kube-apiserver checks the same versions before serving consistent reads from its watch cache.
+    """
+    if version >= (3, 6, 0):
+        return True
+    if version[:2] == (3, 5):
+        return version >= (3, 5, 13)
+    if version[:2] == (3, 4):
+        return version >= (3, 4, 31)
+    return False
+
+
+class WatchStream:
+    """One gRPC Watch stream carrying every watch of this process, as etcd's clientv3 multiplexes them.
+
+    Each watch on its own stream cost the APIServer ~125 µs of CPU per progress notification or
+    batch (gRPC's per-call machinery), one stream ~40 µs. etcd answers create requests in the order
+    they were sent, each with the id it gave the watch, and never sends a watch's events before
+    that answer; every later response names its watch by id, except the answer to a progress
+    request (id -1), which concerns them all and is passed on only when ``trusted()`` says etcd
+    orders it behind the watches' events. A broken stream ends every watch on it with
+    :class:`Unavailable`; the storage opens a new one for the next watch.
     """
 
-    def __init__(self, stub: Any, prefix: str, start_revision: int) -> None:
-        p = prefix.encode()
+    def __init__(self, stub: Any, *, trusted: Any) -> None:
+        self._trusted = trusted
         self._requests: asyncio.Queue[Any] = asyncio.Queue()
-        self._requests.put_nowait(rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
-            key=p, range_end=prefix_end(p), start_revision=start_revision, prev_kv=True,
-            progress_notify=True)))
         self._call = stub.Watch(self._request_iter())
-        self._closed = False
+        self._pending: deque[Watch] = deque()
+        self._watches: dict[int, Watch] = {}
+        self.broken = False
+        self._reader = asyncio.create_task(self._read(), name="etcd-watch-stream")
 
     async def _request_iter(self) -> AsyncIterator[Any]:
         while True:
@@ -310,39 +400,126 @@ class Watch:
                 return
             yield req
 
+    def create(self, watch: Watch, prefix: str, start_revision: int) -> None:
+        p = prefix.encode()
+        self._pending.append(watch)
+        self._requests.put_nowait(rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+            key=p, range_end=prefix_end(p), start_revision=start_revision, prev_kv=True, progress_notify=True)))
+
+    def cancel(self, watch: Watch) -> None:
+        """Stop ``watch`` (one still being created is canceled when etcd answers its creation)."""
+        if watch.id is not None and self._watches.pop(watch.id, None) is watch and not self.broken:
+            self._requests.put_nowait(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch.id)))
+
     def request_progress(self) -> None:
-        if not self._closed:
+        if not self.broken:
             self._requests.put_nowait(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
+        self._reader.cancel()
+
+    async def _read(self) -> None:
+        error: StorageError = Unavailable("etcd watch stream ended")
+        try:
+            async for resp in self._call:
+                self._dispatch(resp)
+        except grpc.aio.AioRpcError as e:
+            error = Unavailable(f"etcd watch stream broke: {e.code().name} {e.details()}")
+        finally:
+            self.broken = True
+            for watch in [*self._pending, *self._watches.values()]:
+                watch._end(error)
+            self._pending.clear()
+            self._watches.clear()
             self._requests.put_nowait(None)
             self._call.cancel()
+
+    def _dispatch(self, resp: Any) -> None:
+        watch_id = int(resp.watch_id)
+        if resp.created:
+            if not self._pending:
+                return
+            created = self._pending.popleft()
+            if resp.canceled:
+                created._end(Unavailable(f"etcd refused the watch: {resp.cancel_reason}"))
+                return
+            created.id = watch_id
+            if created.closed:
+                self._requests.put_nowait(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch_id)))
+                return
+            self._watches[watch_id] = created
+            if not resp.events:
+                return
+        elif watch_id == -1:
+            # The answer to a progress request: etcd before 3.5.13 may send it ahead of events up to
+            # its revision, so it is a promise only from an etcd that orders it behind them.
+            if not resp.events and self._trusted():
+                batch = WatchBatch([], int(resp.header.revision))
+                for each in self._watches.values():
+                    each._put(batch)
+            return
+        watch = self._watches.get(watch_id)
+        if watch is None:
+            return  # canceled by us; etcd had sent this before it saw the cancel
+        if resp.compact_revision:
+            del self._watches[watch_id]
+            watch._end(Compacted(int(resp.compact_revision)))
+            return
+        if resp.canceled:
+            del self._watches[watch_id]
+            watch._end(Unavailable(f"etcd canceled the watch: {resp.cancel_reason}"))
+            return
+        events = [WatchEvent(ev.type, _kv(ev.kv), _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
+                  for ev in resp.events]
+        watch._put(WatchBatch(events, int(resp.header.revision)))
+
+
+class Watch:
+    """One etcd watch on a :class:`WatchStream`, iterated with ``async for batch in watch``.
+
+    Raises :class:`Compacted` when the start revision is gone, and
+    :class:`Unavailable` when the stream breaks. An empty batch is a progress
+    notification: every event up to its revision has been delivered. etcd sends
+    one periodically (``--experimental-watch-progress-notify-interval``) when the
+    watch is idle, and ``request_progress()`` asks for one now (passed on only
+    from an etcd that orders it behind events). ``close()`` ends the iteration.
+    """
+
+    def __init__(self, stream: WatchStream, prefix: str, start_revision: int) -> None:
+        self._stream = stream
+        self.id: int | None = None
+        self.closed = False
+        self._queue: asyncio.Queue[WatchBatch | StorageError | None] = asyncio.Queue()
+        stream.create(self, prefix, start_revision)
+
+    def _put(self, batch: WatchBatch) -> None:
+        if not self.closed:
+            self._queue.put_nowait(batch)
+
+    def _end(self, error: StorageError) -> None:
+        self._queue.put_nowait(error)
+
+    def request_progress(self) -> None:
+        if not self.closed:
+            self._stream.request_progress()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._stream.cancel(self)
+            self._queue.put_nowait(None)
 
     def __aiter__(self) -> AsyncIterator[WatchBatch]:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[WatchBatch]:
         try:
-            async for resp in self._call:
-                if resp.compact_revision:
-                    raise Compacted(int(resp.compact_revision))
-                if resp.canceled:
-                    raise Unavailable(f"etcd canceled the watch: {resp.cancel_reason}")
-                if resp.created and not resp.events:
-                    continue
-                events = [
-                    WatchEvent(ev.type, _kv(ev.kv), _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
-                    for ev in resp.events
-                ]
-                yield WatchBatch(events, int(resp.header.revision))
-            ended_by_us = self._closed
-        except grpc.aio.AioRpcError as e:
-            if self._closed:
-                return
-            raise Unavailable(f"etcd watch stream broke: {e.code().name} {e.details()}") from e
+            while True:
+                item = await self._queue.get()
+                if item is None or self.closed:
+                    return
+                if isinstance(item, StorageError):
+                    raise item
+                yield item
         finally:
             self.close()
-        if not ended_by_us:
-            raise Unavailable("etcd watch stream ended")

@@ -75,12 +75,6 @@ class Entry:
         return self._obj
 
     @property
-    def namespace(self) -> str:
-        # Keys are /registry/<resource>/<namespace>/<name>, or /registry/<resource>/<name>.
-        parts = self.key.split("/")
-        return parts[3] if len(parts) == 5 else ""
-
-    @property
     def name(self) -> str:
         return self.key.rsplit("/", 1)[-1]
 

@@ -1,7 +1,7 @@
 """Defaulting and validation of API objects, with Kubernetes' rules and Kubernetes' messages.
 
-The APIServer calls, for every create and update, :func:`default_object`
-and then the ``validate_*`` function of the kind, and answers a non-empty
+The APIServer calls, for every create and update, the kind's defaulting
+and then its ``validate_*`` function (through the kind's strategy), and answers a non-empty
 list of :class:`FieldError` with a ``422 Invalid`` Status built from
 :func:`invalid_message` and :meth:`FieldError.cause`.
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from apiserver.validation.coordination import validate_lease, validate_lease_update
 from apiserver.validation.core import (
-    validate_binding,
     validate_event,
     validate_event_update,
     validate_namespace,
@@ -22,9 +21,6 @@ from apiserver.validation.core import (
     validate_node,
     validate_node_status_update,
     validate_node_update,
-    validate_pod,
-    validate_pod_status_update,
-    validate_pod_update,
     validate_replication_controller,
     validate_replication_controller_status_update,
     validate_replication_controller_update,
@@ -32,13 +28,21 @@ from apiserver.validation.core import (
 from apiserver.validation.defaults import (
     default_namespace,
     default_node,
-    default_object,
     default_pod,
     default_replication_controller,
     prepare_namespace_create,
 )
 from apiserver.validation.field import ErrorType, FieldError, Path, invalid_message
 from apiserver.validation.meta import validate_object_meta, validate_object_meta_update
+from apiserver.validation.pod import (
+    validate_binding,
+    validate_pod,
+    validate_pod_ephemeral_containers_update,
+    validate_pod_spec,
+    validate_pod_status_update,
+    validate_pod_template_spec,
+    validate_pod_update,
+)
 
 __all__ = [
     "ErrorType",
@@ -46,7 +50,6 @@ __all__ = [
     "Path",
     "default_namespace",
     "default_node",
-    "default_object",
     "default_pod",
     "default_replication_controller",
     "invalid_message",
@@ -66,7 +69,10 @@ __all__ = [
     "validate_object_meta",
     "validate_object_meta_update",
     "validate_pod",
+    "validate_pod_ephemeral_containers_update",
+    "validate_pod_spec",
     "validate_pod_status_update",
+    "validate_pod_template_spec",
     "validate_pod_update",
     "validate_replication_controller",
     "validate_replication_controller_status_update",

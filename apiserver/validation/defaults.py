@@ -1,17 +1,16 @@
-"""Kubernetes' v1 defaulting, and the admission steps that fill fields in, for the kinds kubesim serves.
+"""Kubernetes' core/v1 defaulting: Pods, Pod templates, RCs, Nodes, Namespaces, Services and the rest.
 
 kube-apiserver fills in omitted fields while decoding every request body
-(``pkg/apis/core/v1/defaults.go`` and the generated defaulters), then its
-admission chain adds more (``DefaultTolerationSeconds``, ``Priority``).
-Clients rely on seeing those values: kubectl shows ``restartPolicy: Always``,
-the scheduler reads ``schedulerName``, the node controller evicts after the
-300 s tolerations. This module does the same to wire-form dicts, in place,
-before validation.
+(``pkg/apis/core/v1/defaults.go`` and the generated defaulters). Clients rely
+on seeing those values: kubectl shows ``restartPolicy: Always``, the scheduler
+reads ``schedulerName``. This module does the same to wire-form dicts, in
+place, before validation; each resource's strategy calls what its kind needs
+(every workload kind calls :func:`default_pod_template`). What admission adds
+afterwards (priorities, default tolerations) is in :mod:`apiserver.admission`.
 
 Every function is idempotent (defaulting an object twice changes nothing
 the second time), because the APIServer defaults on create and again on
-every update. Kinds without defaults (Event, Lease, Binding) pass through
-:func:`default_object` untouched.
+every update.
 
 Pure functions that mutate only the dict they are handed; no state.
 """
@@ -19,16 +18,10 @@ Pure functions that mutate only the dict they are handed; no state.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final
 
 Obj = dict[str, Any]
 
-_NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
-_UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
-_DEFAULT_TOLERATION_SECONDS: Final = 300
-#: The PriorityClasses every cluster has; kubesim serves no others.
-_SYSTEM_PRIORITIES: Final = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 _FILE_MODE: Final = 0o644
 
 #: Defaults of the volume sources that have any, field by field.
@@ -56,20 +49,8 @@ _IMAGE_REFERENCE: Final = re.compile(
 )
 
 
-def default_object(kind: str, obj: Obj) -> None:
-    """Fill in what Kubernetes fills in for an object of this kind, in place."""
-    defaulter = _DEFAULTERS.get(kind)
-    if defaulter is not None:
-        defaulter(obj)
-
-
-def default_pod(pod: Obj, *, not_ready_toleration_seconds: int = _DEFAULT_TOLERATION_SECONDS,
-                unreachable_toleration_seconds: int = _DEFAULT_TOLERATION_SECONDS) -> None:
-    """A Pod's v1 defaults, then what the DefaultTolerationSeconds and Priority admission plugins add.
-
-    The toleration seconds are kube-apiserver's ``--default-not-ready-toleration-seconds`` and
-    ``--default-unreachable-toleration-seconds``.
-    """
+def default_pod(pod: Obj) -> None:
+    """A Pod's v1 defaults (what kube-apiserver fills in while decoding, before admission)."""
     spec = _child(pod, "spec")
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or ():
@@ -83,14 +64,22 @@ def default_pod(pod: Obj, *, not_ready_toleration_seconds: int = _DEFAULT_TOLERA
                 for port in container.get("ports") or ():
                     if not port.get("hostPort") and port.get("containerPort"):
                         port["hostPort"] = port["containerPort"]
-    _default_pod_spec(spec)
-    _admit_priority(spec)
-    _admit_default_toleration_seconds(spec, {_NOT_READY_TAINT: not_ready_toleration_seconds,
-                                             _UNREACHABLE_TAINT: unreachable_toleration_seconds})
+    default_pod_spec(spec)
+    default_pod_status(pod)
+
+
+def default_pod_status(pod: Obj) -> None:
+    """The defaults of a Pod's status alone: what a ``pods/status`` write needs."""
     status = pod.get("status")
     if isinstance(status, dict):
         _sync_ip_lists(status, "podIP", "podIPs")
         _sync_ip_lists(status, "hostIP", "hostIPs")
+
+
+def default_pod_template(template: Obj | None) -> None:
+    """A PodTemplateSpec's defaults, as every workload kind embeds one."""
+    if isinstance(template, dict):
+        default_pod_spec(_child(template, "spec"))
 
 
 def default_replication_controller(rc: Obj) -> None:
@@ -105,8 +94,7 @@ def default_replication_controller(rc: Obj) -> None:
             meta["labels"] = dict(labels)
     if spec.get("replicas") is None:
         spec["replicas"] = 1
-    if isinstance(template, dict):
-        _default_pod_spec(_child(template, "spec"))
+    default_pod_template(template)
 
 
 def default_node(node: Obj) -> None:
@@ -146,9 +134,120 @@ def prepare_namespace_create(namespace: Obj) -> None:
         finalizers.append("kubernetes")
 
 
+def default_pod_template_object(pod_template: Obj) -> None:
+    """A PodTemplate object: its ``template`` is defaulted as every workload's is."""
+    default_pod_template(pod_template.get("template"))
+
+
+def default_secret(secret: Obj) -> None:
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+
+
+def default_endpoints(endpoints: Obj) -> None:
+    for subset in endpoints.get("subsets") or ():
+        for port in (subset or {}).get("ports") or ():
+            if isinstance(port, dict) and not port.get("protocol"):
+                port["protocol"] = "TCP"
+
+
+def default_limit_range(limit_range: Obj) -> None:
+    """``SetDefaults_LimitRangeItem``: a Container limit defaults from max, its request from the limit, then min."""
+    for item in (limit_range.get("spec") or {}).get("limits") or ():
+        if not isinstance(item, dict) or item.get("type") != "Container":
+            continue
+        default = dict(item.get("default") or {})
+        request = dict(item.get("defaultRequest") or {})
+        for resource, quantity in (item.get("max") or {}).items():
+            default.setdefault(resource, quantity)
+        for resource, quantity in default.items():
+            request.setdefault(resource, quantity)
+        for resource, quantity in (item.get("min") or {}).items():
+            request.setdefault(resource, quantity)
+        # Empty maps stay unset: Go omits them when writing the object out.
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
+#: How long ClientIP session affinity lasts unless told (``DefaultClientIPServiceAffinitySeconds``).
+DEFAULT_CLIENT_IP_AFFINITY_SECONDS: Final = 10800
+
+
+def _externally_accessible(spec: Obj) -> bool:
+    kind = spec.get("type")
+    return kind in ("LoadBalancer", "NodePort") or (kind == "ClusterIP" and bool(spec.get("externalIPs")))
+
+
+def default_service(svc: Obj) -> None:
+    """``SetDefaults_Service``: affinity None, type ClusterIP, TCP ports whose targetPort is the port, policies.
+
+    ``ipFamilies`` and ``ipFamilyPolicy`` are not defaults: the allocation
+    step infers them from the cluster's ranges (they depend on the flags).
+    """
+    spec = _child(svc, "spec")
+    if not spec.get("sessionAffinity"):
+        spec["sessionAffinity"] = "None"
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        client_ip = (spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}
+        if client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": DEFAULT_CLIENT_IP_AFFINITY_SECONDS}}
+    if not spec.get("type"):
+        spec["type"] = "ClusterIP"
+    for port in spec.get("ports") or ():
+        if not isinstance(port, dict):
+            continue
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port") or 0
+    if _externally_accessible(spec) and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if spec.get("internalTrafficPolicy") is None and spec["type"] in ("NodePort", "LoadBalancer", "ClusterIP"):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if spec["type"] == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+    default_service_status(svc)
+
+
+def default_service_status(svc: Obj) -> None:
+    """A LoadBalancer's ingress IPs are VIPs unless said otherwise (LoadBalancerIPMode, on since 1.30)."""
+    if (svc.get("spec") or {}).get("type") != "LoadBalancer":
+        return
+    for ingress in ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or ():
+        if isinstance(ingress, dict) and ingress.get("ip") and ingress.get("ipMode") is None:
+            ingress["ipMode"] = "VIP"
+
+
+def default_persistent_volume(pv: Obj) -> None:
+    spec = _child(pv, "spec")
+    if not spec.get("persistentVolumeReclaimPolicy"):
+        spec["persistentVolumeReclaimPolicy"] = "Retain"
+    if spec.get("volumeMode") is None:
+        spec["volumeMode"] = "Filesystem"
+    host_path = spec.get("hostPath")
+    if isinstance(host_path, dict) and host_path.get("type") is None:
+        host_path["type"] = ""
+    status = _child(pv, "status")
+    if not status.get("phase"):
+        status["phase"] = "Pending"
+
+
+def default_persistent_volume_claim(pvc: Obj) -> None:
+    spec = _child(pvc, "spec")
+    if spec.get("volumeMode") is None:
+        spec["volumeMode"] = "Filesystem"
+    status = _child(pvc, "status")
+    if not status.get("phase"):
+        status["phase"] = "Pending"
+
+
 # --- the Pod spec, as templates have it too -------------------------------------------------
 
-def _default_pod_spec(spec: Obj) -> None:
+def default_pod_spec(spec: Obj) -> None:
     """``SetDefaults_PodSpec`` and the defaults of everything a Pod spec contains."""
     for key, value in (("dnsPolicy", "ClusterFirst"), ("restartPolicy", "Always"),
                        ("schedulerName", "default-scheduler")):
@@ -162,6 +261,13 @@ def _default_pod_spec(spec: Obj) -> None:
         _default_volume(volume)
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or ():
+            _default_container(container)
+
+
+def default_ephemeral_containers(spec: Obj) -> None:
+    """The defaults of a Pod's ephemeral containers alone (what ``pods/ephemeralcontainers`` adds)."""
+    for container in spec.get("ephemeralContainers") or ():
+        if isinstance(container, dict):
             _default_container(container)
 
 
@@ -261,34 +367,6 @@ def _copy_limits_to_requests(container: Obj) -> None:
         requests.setdefault(resource, quantity)
 
 
-# --- admission --------------------------------------------------------------------------------
-
-def _admit_priority(spec: Obj) -> None:
-    """The Priority plugin: the value of the Pod's PriorityClass, or 0 and PreemptLowerPriority without one.
-
-    A Pod naming a class kubesim does not know is left as it is.
-    """
-    class_name = spec.get("priorityClassName") or ""
-    if class_name and class_name not in _SYSTEM_PRIORITIES:
-        return
-    if spec.get("priority") is None:
-        spec["priority"] = _SYSTEM_PRIORITIES.get(class_name, 0)
-    if spec.get("preemptionPolicy") is None:
-        spec["preemptionPolicy"] = "PreemptLowerPriority"
-
-
-def _admit_default_toleration_seconds(spec: Obj, seconds: dict[str, int]) -> None:
-    """The DefaultTolerationSeconds plugin: tolerate not-ready and unreachable nodes (300 s by default)."""
-    tolerations = spec.get("tolerations") or []
-    for taint, after in seconds.items():
-        tolerated = any(t.get("key") in (taint, "", None) and t.get("effect") in ("NoExecute", "", None)
-                        for t in tolerations)
-        if not tolerated:
-            tolerations.append({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": after})
-    spec["tolerations"] = tolerations
-
-
 def _sync_ip_lists(status: Obj, single: str, plural: str) -> None:
     """The single IP and the list agree, as after kube-apiserver's round trip through its internal version."""
     if status.get(single) and not status.get(plural):
@@ -303,11 +381,3 @@ def _child(obj: Obj, key: str) -> Obj:
     if not isinstance(value, dict):
         value = obj[key] = {}
     return value
-
-
-_DEFAULTERS: Final[dict[str, Callable[[Obj], None]]] = {
-    "Pod": default_pod,
-    "ReplicationController": default_replication_controller,
-    "Node": default_node,
-    "Namespace": default_namespace,
-}

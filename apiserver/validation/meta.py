@@ -58,6 +58,11 @@ def name_is_dns1123_label(name: str, prefix: bool) -> list[str]:
     return names.is_dns1123_label(_mask_trailing_dash(name) if prefix else name)
 
 
+def name_is_dns1035_label(name: str, prefix: bool) -> list[str]:
+    """The name rule of Services (they become DNS names, which must start with a letter)."""
+    return names.is_dns1035_label(_mask_trailing_dash(name) if prefix else name)
+
+
 def name_is_path_segment(name: str, prefix: bool) -> list[str]:
     """The rule every name must meet to be a URL path segment (all core/v1 Events get only this one)."""
     if not prefix and name in (".", ".."):
