@@ -8,8 +8,12 @@ import sys
 from controller_manager.app import COMPONENT, LEASE_NAME, add_flags, main
 from machinery import process
 
-DESCRIPTION = ("kubesim's kube-controller-manager: the replication, garbage collection, namespace, "
-               "node lifecycle and taint eviction controllers.")
+DESCRIPTION = ("kubesim's kube-controller-manager: the workload controllers (ReplicationController, "
+               "ReplicaSet, Deployment, StatefulSet, DaemonSet, Job, CronJob, TTL-after-finished, "
+               "HorizontalPodAutoscaler), the ones around them (Endpoints, EndpointSlice, disruption, "
+               "ResourceQuota, PersistentVolume binder, ServiceAccount, root CA publisher), and garbage "
+               "collection, namespace, node lifecycle and taint eviction; each can be switched with "
+               "--controllers.")
 
 
 def build_parser() -> argparse.ArgumentParser:

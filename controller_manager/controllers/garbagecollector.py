@@ -1,8 +1,15 @@
 """The garbage collector: removes what owners leave behind, and carries out Foreground and Orphan deletion.
 
 Kubernetes' collector (``pkg/controller/garbagecollector``) in small. It
-watches every resource that can own or be owned (all of kubesim's but Events,
-which Kubernetes' collector ignores too) and keeps a graph of ownership:
+watches every resource that can own or be owned, found as Kubernetes finds
+them, through discovery: every resource that supports delete, list and watch
+but Events (which Kubernetes' collector ignores too), custom resources
+included. Discovery is read again every ``discovery_refresh_period`` (30 s),
+and a resource that appears (a CRD was created) gets its monitor then, and owners of its kind named
+before it was known are looked up again;
+objects of kinds without an official model are held as
+:class:`~machinery.api.unstructured.Unstructured`. It keeps a graph of
+ownership:
 
 - one node per object, keyed by uid, with its ownerReferences and the set of
   its dependents; an owner named in a reference but not seen (yet) is a
@@ -35,6 +42,7 @@ only between awaits.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -46,16 +54,11 @@ from kubernetes.client import V1OwnerReference
 from pydantic import BaseModel
 
 from controller_manager.context import ControllerContext
-from machinery.api.kinds import (
-    LEASES,
-    NAMESPACES,
-    NODES,
-    PODS,
-    REPLICATION_CONTROLLERS,
-    ResourceInfo,
-    for_kind,
-    object_key,
-)
+from machinery import discovery
+from machinery.api import kinds
+from machinery.api.kinds import ResourceInfo, object_key
+from machinery.api.unstructured import metadata_only
+from machinery.client.backoff import ExponentialBackoff
 from machinery.client.errors import ApiError, NotFound
 from machinery.client.objects import meta_of
 from machinery.client.rest import PatchType, PropagationPolicy
@@ -70,8 +73,8 @@ ALIASES: Final = ("garbagecollector",)
 
 FOREGROUND_FINALIZER: Final = "foregroundDeletion"
 ORPHAN_FINALIZER: Final = "orphan"
-#: Resources whose objects may own or be owned. Events are left out, as Kubernetes' collector ignores them.
-MONITORED: Final[tuple[ResourceInfo[Any], ...]] = (NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS, LEASES)
+#: Resources the collector never watches (``ignoredResources``): Events are many and own nothing.
+IGNORED: Final = frozenset({("", "events"), ("events.k8s.io", "events")})
 #: How many owners known to be absent are remembered (Kubernetes' ``absentOwnerCache``).
 ABSENT_OWNER_CACHE_SIZE: Final = 500
 
@@ -114,8 +117,15 @@ OwnerState = Literal["solid", "dangling", "waiting"]
 class GarbageCollector:
     """The ownership graph, fed by the informers, and the workers that act on it."""
 
-    def __init__(self, ctx: ControllerContext) -> None:
+    def __init__(self, ctx: ControllerContext, *, resources: Sequence[ResourceInfo[Any]] | None = None) -> None:
+        """``resources`` fixes what is monitored (tests); by default discovery decides, and is refreshed."""
         self._client = ctx.client
+        self._factory = ctx.informers
+        self._refresh = ctx.options.discovery_refresh_period
+        self._clock = ctx.clock
+        self._static = resources is not None
+        #: Every served resource by (apiVersion, kind), to resolve owner references of any version.
+        self._by_kind: dict[tuple[str, str], ResourceInfo[Any]] = {}
         self._is_leading = ctx.is_leading
         self._workers = ctx.options.concurrent_gc_syncs
         self.graph: dict[str, GraphNode] = {}
@@ -125,34 +135,88 @@ class GarbageCollector:
                                                            clock=ctx.clock)
         self.attempt_to_orphan: WorkQueue[str] = WorkQueue("garbage_collector_attempt_to_orphan",
                                                            clock=ctx.clock)
-        self._informers: dict[str, SharedInformer[Any]] = {}
-        for resource in MONITORED:
-            informer = ctx.informers.informer(resource)
-            self._informers[resource.kind] = informer
-            informer.add_handler(on_add=self._on_add, on_update=self._on_update, on_delete=self._on_delete)
+        #: One monitor per watched resource, by (group, kind).
+        self._informers: dict[tuple[str, str], SharedInformer[Any]] = {}
+        self._monitored: dict[tuple[str, str], ResourceInfo[Any]] = {}
+        if resources is not None:
+            self._monitor(resources)
+
+    def _monitor(self, resources: Iterable[ResourceInfo[Any]]) -> list[SharedInformer[Any]]:
+        """Start monitors for resources not watched yet; returns the new informers."""
+        started = []
+        for resource in resources:
+            if (resource.group, resource.plural) in IGNORED or (resource.group, resource.kind) in self._informers:
+                continue
+            # Share the process's typed informer when a controller watches the resource anyway; otherwise
+            # watch metadata only, which is all the graph needs and decodes any kind.
+            informer = self._factory.existing(resource) or self._factory.informer(metadata_only(resource))
+            self._informers[(resource.group, resource.kind)] = informer
+            self._monitored[(resource.group, resource.kind)] = resource
+            informer.add_handler(on_add=functools.partial(self._observe, None, resource=resource),
+                                 on_update=functools.partial(self._on_update, resource=resource),
+                                 on_delete=self._on_delete)
+            started.append(informer)
+        return started
+
+    async def _discover(self) -> list[ResourceInfo[Any]]:
+        """The deletable, listable, watchable resources, in their preferred versions."""
+        found = await discovery.discover(self._client)
+        self._by_kind.update(found.by_kind())
+        return discovery.with_verbs(found.preferred_resources(), "delete", "list", "watch")
 
     async def run(self) -> None:
-        for informer in self._informers.values():
+        if not self._static:
+            backoff = ExponentialBackoff(0.5, 30.0, factor=2.0, jitter=0.5)
+            while True:
+                try:
+                    self._monitor(await self._discover())
+                    break
+                except (ApiError, httpx.TransportError) as err:
+                    delay = backoff.next()
+                    log.warning("garbage collector: discovery failed, retrying in %.1fs: %s", delay, err)
+                    await self._clock.sleep(delay)
+        for informer in list(self._informers.values()):
             await informer.wait_synced()
         log.info("garbage collector: all resource monitors have synced, proceeding to collect garbage")
         async with asyncio.TaskGroup() as group:
+            if not self._static:
+                group.create_task(self._resync_monitors(), name="gc-resync-monitors")
             group.create_task(run_workers(self.attempt_to_delete, self._attempt_to_delete_worker,
                                           workers=self._workers), name="gc-attempt-to-delete")
             group.create_task(run_workers(self.attempt_to_orphan, self._attempt_to_orphan_worker,
                                           workers=self._workers), name="gc-attempt-to-orphan")
 
+    async def _resync_monitors(self) -> None:
+        """Re-read discovery periodically: resources added since (custom resources) get monitors."""
+        while True:
+            await self._clock.sleep(self._refresh)
+            try:
+                added = self._monitor(await self._discover())
+            except (ApiError, httpx.TransportError) as err:
+                log.warning("garbage collector: failed to sync resource monitors: %s", err)
+                continue
+            for informer in added:
+                log.info("garbage collector: monitoring %s", informer.resource.group_resource)
+            if added:
+                for informer in added:
+                    await informer.wait_synced()
+                self._recheck_virtual_nodes()
+
+    def _recheck_virtual_nodes(self) -> None:
+        """Owners never seen whose kind discovery now knows (a new CRD's objects) are looked up again."""
+        for uid, node in self.graph.items():
+            if not node.observed and self._for_kind(node.identity.api_version, node.identity.kind) is not None:
+                self.attempt_to_delete.add(uid)
+
     # --- the graph builder ---------------------------------------------------------------------
 
-    def _on_add(self, obj: BaseModel) -> None:
-        self._observe(None, obj)
-
-    def _on_update(self, old: BaseModel, new: BaseModel) -> None:
+    def _on_update(self, old: BaseModel, new: BaseModel, *, resource: ResourceInfo[Any]) -> None:
         if meta_of(old).uid != meta_of(new).uid:
             # The name was deleted and re-created while the watch was away: two objects, not one.
             self._on_delete(old)
-            self._observe(None, new)
+            self._observe(None, new, resource=resource)
         else:
-            self._observe(old, new)
+            self._observe(old, new, resource=resource)
 
     def _on_delete(self, obj: BaseModel | DeletedFinalStateUnknown[Any]) -> None:
         last = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
@@ -160,18 +224,18 @@ class GarbageCollector:
         if node is not None:
             self._remove(node)
 
-    def _observe(self, old: BaseModel | None, obj: BaseModel) -> None:
+    def _observe(self, old: BaseModel | None, obj: BaseModel, *, resource: ResourceInfo[Any]) -> None:
         meta = meta_of(obj)
         uid = meta.uid or ""
         owners = list(meta.owner_references or ())
         node = self.graph.get(uid)
         if node is None:
-            node = GraphNode(identity_of(obj), owners=owners)
+            node = GraphNode(identity_of(obj, resource), owners=owners)
             self.graph[uid] = node
             self._add_dependent_to_owners(node, owners)
         else:
             if not node.observed:
-                self._mark_observed(node, identity_of(obj))
+                self._mark_observed(node, identity_of(obj, resource))
             added, removed, changed = _reference_diffs(node.owners, owners)
             if added or removed or changed:
                 self._enqueue_unblocked_owners(removed, changed)
@@ -207,7 +271,7 @@ class GarbageCollector:
             owner = self.graph.get(ref.uid)
             if owner is None:
                 # An owner not seen yet: remember it as virtual and ask the APIServer whether it exists.
-                owner = GraphNode(_owner_identity(ref, node.identity.namespace), observed=False)
+                owner = GraphNode(self._owner_identity(ref, node.identity.namespace), observed=False)
                 self.graph[ref.uid] = owner
                 self.attempt_to_delete.add(ref.uid)
             elif owner.observed and not _names(ref, owner.identity):
@@ -268,11 +332,17 @@ class GarbageCollector:
 
     async def _attempt_to_delete_worker(self, uid: str) -> None:
         node = self.graph.get(uid)
-        resource = for_kind(node.identity.api_version, node.identity.kind) if node is not None else None
+        resource = self._for_kind(node.identity.api_version, node.identity.kind) if node is not None else None
+        if node is not None and resource is None and self._is_leading():
+            # A kind discovery does not list (yet): a custom resource whose CRD is newer than the last
+            # discovery, or a kind nobody serves. Retried with backoff, as Kubernetes retries its
+            # restMappingError; a discovery that finds the kind looks at it at once (_resync_monitors).
+            self.attempt_to_delete.add_rate_limited(uid)
+            return
         if node is None or resource is None or (resource.namespaced and not node.identity.namespace) \
                 or not self._is_leading():
-            # Gone, or an owner that cannot be looked up (a kind kubesim does not serve, a namespaced
-            # kind named by a cluster-scoped object): never found, so its dependents stay.
+            # Gone, or an owner that cannot be looked up (a namespaced kind named by a cluster-scoped
+            # object): never found, so its dependents stay.
             self.attempt_to_delete.forget(uid)
             return
         try:
@@ -340,8 +410,8 @@ class GarbageCollector:
 
     async def _owner_state(self, node: GraphNode, ref: V1OwnerReference) -> OwnerState:
         """Whether an owner exists (solid), does not (dangling), or is being deleted in the foreground."""
-        identity = _owner_identity(ref, node.identity.namespace)
-        resource = for_kind(ref.api_version, ref.kind)
+        identity = self._owner_identity(ref, node.identity.namespace)
+        resource = self._for_kind(ref.api_version, ref.kind)
         if resource is None:
             # kubesim does not serve this kind: it can never be found, and so the object is kept.
             if (ref.api_version, ref.kind) not in self._unresolvable_reported:
@@ -375,7 +445,7 @@ class GarbageCollector:
     async def _latest(self, node: GraphNode, resource: ResourceInfo[Any]) -> BaseModel | None:
         """The object as last seen (the watch cache, else the APIServer); None when it does not exist."""
         identity = node.identity
-        informer = self._informers.get(resource.kind)
+        informer = self._informers.get((resource.group, resource.kind))
         key = object_key(identity.namespace or None, identity.name)
         cached: BaseModel | None = informer.store.get(key) if informer is not None and node.observed else None
         if cached is not None and meta_of(cached).uid == identity.uid:
@@ -389,7 +459,7 @@ class GarbageCollector:
 
     async def _delete(self, node: GraphNode, resource_version: str | None, policy: PropagationPolicy) -> None:
         identity = node.identity
-        resource = _resource(identity)
+        resource = self._resource(identity)
         log.debug("garbage collector: deleting %s with propagation %s", identity.describe(), policy)
         try:
             await self._client.delete(resource, identity.name, namespace=identity.namespace or None,
@@ -400,13 +470,13 @@ class GarbageCollector:
 
     async def _patch(self, node: GraphNode, patch: dict[str, Any]) -> None:
         identity = node.identity
-        await self._client.patch(_resource(identity), identity.name, patch,
+        await self._client.patch(self._resource(identity), identity.name, patch,
                                  namespace=identity.namespace or None, patch_type=PatchType.STRATEGIC_MERGE)
 
     async def _remove_finalizer(self, node: GraphNode, finalizer: str) -> None:
         """Drop ``finalizer`` from the live object with a merge patch guarded by its resourceVersion."""
         identity = node.identity
-        resource = _resource(identity)
+        resource = self._resource(identity)
         namespace = identity.namespace or None
 
         async def attempt() -> None:
@@ -453,28 +523,34 @@ class GarbageCollector:
         self.attempt_to_orphan.forget(uid)
 
 
-def identity_of(obj: BaseModel) -> Identity:
+    # --- kinds ---------------------------------------------------------------------------------
+
+    def _for_kind(self, api_version: str, kind: str) -> ResourceInfo[Any] | None:
+        """The resource of objects of this apiVersion and kind, as discovery (or the built-in table) says.
+
+        Read as metadata only: the collector's gets, patches and deletes never need the rest, and so
+        work the same for every kind.
+        """
+        resource = self._by_kind.get((api_version, kind)) or kinds.for_kind(api_version, kind)
+        return metadata_only(resource) if resource is not None else None
+
+    def _owner_identity(self, ref: V1OwnerReference, dependent_namespace: str) -> Identity:
+        """Where an ownerReference points: in the dependent's namespace, unless the kind is cluster-scoped."""
+        resource = self._for_kind(ref.api_version, ref.kind)
+        namespace = dependent_namespace if resource is None or resource.namespaced else ""
+        return Identity(ref.api_version, ref.kind, ref.name, ref.uid, namespace)
+
+    def _resource(self, identity: Identity) -> ResourceInfo[Any]:
+        resource = self._for_kind(identity.api_version, identity.kind)
+        if resource is None:
+            raise ValueError(f"no resource serves {identity.api_version} {identity.kind}")
+        return resource
+
+
+def identity_of(obj: BaseModel, resource: ResourceInfo[Any]) -> Identity:
     meta = meta_of(obj)
-    resource = _RESOURCE_BY_MODEL[type(obj)]
     return Identity(resource.api_version, resource.kind, meta.name or "", meta.uid or "",
                     meta.namespace or "" if resource.namespaced else "")
-
-
-_RESOURCE_BY_MODEL: Final[dict[type[BaseModel], ResourceInfo[Any]]] = {r.model: r for r in MONITORED}
-
-
-def _owner_identity(ref: V1OwnerReference, dependent_namespace: str) -> Identity:
-    """Where an ownerReference points: in the dependent's namespace, unless the kind is cluster-scoped."""
-    resource = for_kind(ref.api_version, ref.kind)
-    namespace = dependent_namespace if resource is None or resource.namespaced else ""
-    return Identity(ref.api_version, ref.kind, ref.name, ref.uid, namespace)
-
-
-def _resource(identity: Identity) -> ResourceInfo[Any]:
-    resource = for_kind(identity.api_version, identity.kind)
-    if resource is None:
-        raise ValueError(f"no resource serves {identity.api_version} {identity.kind}")
-    return resource
 
 
 def _names(ref: V1OwnerReference, identity: Identity) -> bool:

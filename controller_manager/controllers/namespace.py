@@ -3,8 +3,11 @@
 A deleted Namespace stays ``Terminating`` while ``spec.finalizers`` holds
 ``kubernetes``. This controller (``pkg/controller/namespace``) then:
 
-1. deletes every namespaced resource in it (``deletecollection`` with
-   Background propagation, or one by one where that verb is not served);
+1. deletes every namespaced resource in it, one by one with Background
+   propagation; the resources are found through discovery at each sync, as
+   Kubernetes does, so custom resources a CRD added are emptied too (a group
+   that fails discovery sets ``NamespaceDeletionDiscoveryFailure`` and the
+   sync is retried);
 2. lists what remains and reports it in the Namespace's status conditions
    (``NamespaceContentRemaining``: "Some resources are remaining: pods. has 2
    resource instances", ``NamespaceFinalizersRemaining``...), exactly as
@@ -26,6 +29,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -33,8 +37,10 @@ import httpx
 from kubernetes.client import V1Namespace
 
 from controller_manager.context import ControllerContext
+from machinery import discovery
 from machinery.api.kinds import NAMESPACES, PODS, RESOURCES, ResourceInfo
 from machinery.api.meta import format_time, utcnow
+from machinery.api.unstructured import metadata_only
 from machinery.client.errors import ApiError, MethodNotAllowed, NotFound
 from machinery.client.objects import meta_of, to_wire
 from machinery.client.rest import Client
@@ -54,7 +60,7 @@ FINALIZER: Final = "kubernetes"
 #: The wait assumed for content whose finalizers must first run (``finalizerEstimateSeconds``).
 FINALIZER_ESTIMATE_SECONDS: Final = 15
 
-#: The namespaced resources a namespace can hold, in discovery order.
+#: The built-in namespaced resources a namespace can hold, in discovery order (before discovery answers).
 NAMESPACED: Final[tuple[ResourceInfo[Any], ...]] = tuple(
     r for r in RESOURCES if r.namespaced and "delete" in r.verbs)
 
@@ -78,10 +84,17 @@ class DeletionReport:
     remaining: dict[str, int] = field(default_factory=dict)
     finalizers: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    #: Group versions discovery could not read ("metrics.k8s.io/v1beta1": the error).
+    discovery_failures: dict[str, str] = field(default_factory=dict)
 
     def conditions(self) -> dict[str, tuple[str, str, str]]:
         """The condition each type should show: (status, reason, message), Kubernetes' words."""
         result = {ctype: ("False", reason, message) for ctype, (reason, message) in _OK_CONDITIONS.items()}
+        if self.discovery_failures:
+            failing = ", ".join(f"{gv}: {err}" for gv, err in sorted(self.discovery_failures.items()))
+            result["NamespaceDeletionDiscoveryFailure"] = (
+                "True", "DiscoveryFailed",
+                f"Discovery failed for some groups, {len(self.discovery_failures)} failing: {failing}")
         if self.errors:
             failures = ", ".join(sorted(self.errors))
             result["NamespaceDeletionContentFailure"] = (
@@ -152,10 +165,14 @@ class NamespaceController:
             wire = to_wire(namespace)
             wire["status"] = {**wire.get("status", {}), "phase": "Terminating"}
             namespace = await self._client.update_status(NAMESPACES, wire)
-        report = await delete_all_content(self._client, name, meta.deletion_timestamp)
+        found = await discovery.discover(self._client)
+        resources = discovery.with_verbs([r for r in found.preferred_resources() if r.namespaced],
+                                         "delete", "list")
+        report = await delete_all_content(self._client, name, meta.deletion_timestamp, resources)
+        report.discovery_failures = found.failed
         await self._update_conditions(namespace, report)
-        if report.errors:
-            raise NamespaceContentError("; ".join(report.errors))
+        if report.errors or report.discovery_failures:
+            raise NamespaceContentError("; ".join(report.errors + list(report.discovery_failures.values())))
         if report.estimate > 0:
             return float(report.estimate // 2 + 1)
         await self._finalize(namespace)
@@ -204,10 +221,11 @@ class NamespaceContentError(Exception):
     """Some content of a terminating namespace could not be deleted, or remains unexplained (retried)."""
 
 
-async def delete_all_content(client: Client, namespace: str, deleted_at: dt.datetime) -> DeletionReport:
+async def delete_all_content(client: Client, namespace: str, deleted_at: dt.datetime,
+                             resources: Sequence[ResourceInfo[Any]] = NAMESPACED) -> DeletionReport:
     """Delete everything in the namespace; report what remains (``deleteAllContent``)."""
     report = DeletionReport()
-    for resource in NAMESPACED:
+    for resource in map(metadata_only, resources):
         try:
             estimate = await _estimate_graceful_termination(client, resource, namespace, deleted_at)
             await _delete_each_item(client, resource, namespace)
@@ -254,7 +272,7 @@ _DELETE_BATCH: Final = 32
 async def _estimate_graceful_termination(client: Client, resource: ResourceInfo[Any], namespace: str,
                                          deleted_at: dt.datetime) -> int:
     """How long the namespace's Pods may still take to go: their longest grace period, unless already past."""
-    if resource is not PODS:
+    if (resource.group, resource.plural) != ("", PODS.plural):
         return 0
     estimate = 0
     for pod in (await client.list(PODS, namespace=namespace)).items:
