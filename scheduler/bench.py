@@ -230,7 +230,7 @@ def _main(argv: list[str] | None = None) -> int:
     with cluster() as c:
         health = procs.free_port()
         c.start_component("scheduler", "scheduler",
-                          ["--master", c.url, "--health-port", str(health), "--leader-elect=false",
+                          [*c.component_flags("scheduler"), "--health-port", str(health), "--leader-elect=false",
                            *args.scheduler_arg], ready_url=f"http://{procs.LOOPBACK}:{health}/readyz")
         measured_from: dict[str, float] = {}
 

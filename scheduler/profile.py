@@ -57,7 +57,7 @@ API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
 KIND: Final = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
-#: Kubernetes' default plugins (``getDefaultPlugins``), minus the volume plugins kubesim has no use for.
+#: Kubernetes' default plugins (``getDefaultPlugins``), minus VolumeZone and the cloud disk limits.
 DEFAULT_PLUGINS: Final = PluginSet(enabled=(
     PluginRef(names.SCHEDULING_GATES),
     PluginRef(names.PRIORITY_SORT),
@@ -68,6 +68,8 @@ DEFAULT_PLUGINS: Final = PluginSet(enabled=(
     PluginRef(names.NODE_PORTS),
     PluginRef(names.NODE_RESOURCES_FIT, 1),
     PluginRef(names.VOLUME_RESTRICTIONS),
+    PluginRef(names.NODE_VOLUME_LIMITS),
+    PluginRef(names.VOLUME_BINDING),
     PluginRef(names.POD_TOPOLOGY_SPREAD, 2),
     PluginRef(names.INTER_POD_AFFINITY, 2),
     PluginRef(names.DEFAULT_PREEMPTION),

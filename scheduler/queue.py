@@ -36,7 +36,7 @@ import asyncio
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import Final
 
 from machinery.client.clock import Clock, RealClock, Timer
@@ -136,6 +136,15 @@ class SchedulingQueue:
         gated = sum(1 for q in self._unschedulable.values() if q.gated_by is not None)
         return {"active": len(self._active_by_uid), "backoff": len(self._backoff_by_uid),
                 "unschedulable": len(self._unschedulable) - gated, "gated": gated}
+
+    def keys(self) -> dict[str, list[str]]:
+        """Which Pods (``namespace/name``) wait in each queue, as ``/debug/queue`` shows them."""
+        unschedulable = [q for q in self._unschedulable.values() if q.gated_by is None]
+        gated = [q for q in self._unschedulable.values() if q.gated_by is not None]
+        return {"active": sorted(e.qpi.pod_info.key for e in self._active_by_uid.values()),
+                "backoff": sorted(q.pod_info.key for q in self._backoff_by_uid.values()),
+                "unschedulable": sorted(q.pod_info.key for q in unschedulable),
+                "gated": sorted(q.pod_info.key for q in gated)}
 
     def get(self, uid: str) -> QueuedPodInfo | None:
         entry = self._active_by_uid.get(uid)
@@ -268,6 +277,39 @@ class SchedulingQueue:
         for timer in (self._backoff_timer, self._timeout_timer):
             if timer is not None:
                 timer.cancel()
+
+    def activate(self, uids: Iterable[str]) -> int:
+        """Move these Pods from backoffQ or the unschedulable ones to activeQ at once (``Activate``).
+
+        What a plugin asks for when it knows a Pod can now be scheduled (a
+        gang member arrived); gated Pods stay gated. How many moved.
+        """
+        moved = 0
+        for uid in uids:
+            qpi = self._unschedulable.get(uid)
+            if qpi is not None and qpi.gated_by is None:
+                del self._unschedulable[uid]
+            else:
+                qpi = self._backoff_by_uid.pop(uid, None)
+            if qpi is None:
+                continue
+            qpi.timestamp = self._clock.now()
+            self._push_active(qpi)
+            moved += 1
+        return moved
+
+    def set_less(self, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]) -> None:
+        """Order activeQ by another QueueSort (a reloaded configuration); the heap is rebuilt."""
+        self._less = less
+        entries = [_Entry(e.qpi, less) for e in self._active_by_uid.values()]
+        self._active_by_uid = {e.qpi.pod_info.uid: e for e in entries}
+        self._active = entries
+        heapq.heapify(self._active)
+
+    def set_backoff(self, initial: float, maximum: float) -> None:
+        """The backoff of a reloaded configuration, for the next failures."""
+        self._initial_backoff = initial
+        self._max_backoff = maximum
 
     # --- nominated Pods ------------------------------------------------------------------------------
 

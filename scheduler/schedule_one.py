@@ -73,6 +73,11 @@ class ScheduleResult:
     top: list[NodeScore]
     #: Score plugins that PreScore skipped.
     skipped_score_plugins: tuple[str, ...] = ()
+    #: Every feasible node, in the order scored, with every Score plugin's scores and the totals
+    #: (references to what the cycle computed, kept for ``/debug/decisions``; nothing is copied).
+    feasible: list[str] = field(default_factory=list)
+    scores: list[PluginScores] = field(default_factory=list)
+    totals: list[int] = field(default_factory=list)
 
 
 class Algorithm:
@@ -84,6 +89,10 @@ class Algorithm:
         self._percentage = percentage_of_nodes_to_score
         self._rng = rng or random.Random()
         self.next_start_node_index = 0
+
+    def set_percentage_of_nodes_to_score(self, percentage: int) -> None:
+        """The global ``percentageOfNodesToScore`` of a reloaded configuration."""
+        self._percentage = percentage
 
     def schedule_pod(self, fwk: Framework, state: CycleState, pod: PodInfo) -> ScheduleResult | FitError | Status:
         all_nodes = self._cache.node_infos()
@@ -97,7 +106,8 @@ class Algorithm:
             return FitError(pod, len(all_nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, evaluated, 1, len(all_nodes), diagnosis, [])
+            return ScheduleResult(feasible[0].name, evaluated, 1, len(all_nodes), diagnosis, [],
+                                  feasible=[feasible[0].name])
         scored = self._prioritize(fwk, state, pod, feasible)
         if isinstance(scored, Status):
             return scored
@@ -108,7 +118,7 @@ class Algorithm:
                   for i in top]
         skipped = tuple(p.name for p in fwk.score_plugins if p.name in state.skip_score_plugins)
         return ScheduleResult(feasible[chosen].name, evaluated, len(feasible), len(all_nodes), diagnosis, report,
-                              skipped)
+                              skipped, feasible=[n.name for n in feasible], scores=plugin_scores, totals=totals)
 
     def _find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: PodInfo,
                              all_nodes: list[NodeInfo]) -> tuple[list[NodeInfo], Diagnosis] | Status:

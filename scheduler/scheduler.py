@@ -12,16 +12,24 @@ Steps 9 to 11 of the flow, as kube-scheduler runs them:
   then *assumes* the Pod on the chosen node in the cache, so the next cycle
   counts it, and starts its binding cycle as a task;
 - **binding cycles** (step 10) run concurrently (at most
-  ``max_inflight_bindings``; the loop waits beyond that): Bind through
+  ``max_inflight_bindings``; the loop waits beyond that): wait while a Permit
+  plugin holds the Pod (without holding a binding slot), PreBind, Bind through
   ``pods/binding`` with the explanation annotations, then the ``Scheduled``
-  Event. A failed binding forgets the assumption and re-queues the Pod with
-  backoff; a 409 or 404 (someone else bound it, or it is gone) drops it quietly;
+  Event and PostBind. A failed binding forgets the assumption and re-queues the
+  Pod with backoff; a 409 or 404 (someone else bound it, or it is gone) drops
+  it quietly; a Permit rejection makes it unschedulable;
 - **failures**: the ``FailedScheduling`` Event with the message built by
   :mod:`scheduler.framework.diagnosis`, the ``PodScheduled=False`` condition
   (and ``nominatedNodeName`` after a preemption) in one ``/status`` patch, and
   the explanation annotation in one metadata patch; each is skipped when the
   Pod already says the same. These writes, preemption's evictions and Events
   all run in the background: nothing the APIServer does blocks a cycle.
+
+Each cycle's full per-node results go to a :class:`~scheduler.decisions.DecisionLog`
+(``/debug/decisions``). :meth:`Scheduler.apply_config` swaps the profiles
+between two cycles (the configuration reloaded on SIGHUP or from its
+ConfigMap, see :mod:`scheduler.reload`); binding cycles in flight finish
+with the profile they started with.
 
 Concurrency: everything runs on one event loop. A scheduling cycle never
 awaits, so handlers (which run between awaits) never see it half done.
@@ -34,30 +42,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, cast
 
 import httpx
-from kubernetes.client import V1Namespace, V1Node, V1Pod, V1ReplicationController
+from kubernetes.client import V1Namespace, V1Node, V1Pod
 
 from machinery.api import NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS, Selector, now_time
+from machinery.api.kinds import (
+    CSI_NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    REPLICA_SETS,
+    SERVICES,
+    STATEFUL_SETS,
+    STORAGE_CLASSES,
+    ResourceInfo,
+)
 from machinery.client import ApiError, Client, Conflict, NotFound, PatchType
-from machinery.client.clock import Clock
+from machinery.client.clock import Clock, RealClock
 from machinery.client.errors import UnexpectedResponse
 from machinery.events import NORMAL, WARNING, EventBroadcaster, EventRecorder
 from machinery.gctune import freeze_survivors
-from machinery.informer import DeletedFinalStateUnknown, InformerFactory
+from machinery.informer import DeletedFinalStateUnknown, InformerFactory, SharedInformer
+from machinery.informer.store import NAMESPACE_INDEX, Store, index_by_namespace
 from scheduler import explain, metrics
 from scheduler.cache import Cache
+from scheduler.decisions import Decision, DecisionLog
 from scheduler.framework.diagnosis import FitError, truncate_message
 from scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
     CycleState,
     EventResource,
+    PluginFactory,
     Status,
 )
 from scheduler.framework.runtime import ClusterView, Framework
@@ -79,6 +101,8 @@ ASSIGNED_POD_ADD: Final = ClusterEvent(EventResource.POD, ActionType.ADD, "Assig
 ASSIGNED_POD_DELETE: Final = ClusterEvent(EventResource.POD, ActionType.DELETE, "AssignedPodDelete")
 NODE_ADD: Final = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
 NODE_DELETE: Final = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
+#: The scheduler's configuration changed: every unschedulable Pod is worth another try.
+CONFIG_CHANGED: Final = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "SchedulerConfigChanged")
 
 
 def _assigned(pod: V1Pod) -> bool:
@@ -108,19 +132,24 @@ def node_update_action(old: V1Node, new: V1Node) -> ActionType:
     return action
 
 
-def check_profiles(config: SchedulerConfig) -> None:
+def check_profiles(config: SchedulerConfig, registry: Mapping[str, PluginFactory] = IN_TREE) -> None:
     """Build every profile's plugins once, so that a bad profile is refused before anything starts.
 
-    Raises :class:`~scheduler.framework.runtime.FrameworkError`. Plugins only
-    keep their handle when built, so an empty cluster view serves.
+    Raises :class:`~scheduler.framework.runtime.FrameworkError` (an unknown
+    plugin, bad args). Plugins only keep their handle when built, so an empty
+    cluster view serves; ``registry`` includes any out-of-tree plugins.
     """
     view = ClusterView(client=cast(Client, None), snapshot=Cache(), namespace_labels=lambda namespace: None,
                        namespaces_matching=lambda selector: [],
-                       replication_controller_selector=lambda namespace, name: None,
+                       lister=lambda resource: None,
                        nominated_pods_for_node=lambda node: [], nominated_node_names=lambda: (),
                        preempt=lambda profile, pod, node, victims: None)
     for profile in config.profiles:
-        Framework(profile, IN_TREE, view)
+        Framework(profile, registry, view)
+
+
+def _status_doc(status: Status) -> dict[str, Any]:
+    return {"plugin": status.plugin, "code": str(status.code), "reasons": list(status.reasons)}
 
 
 class _BindLog:
@@ -157,28 +186,51 @@ class _BindLog:
         self._seen.pop(uid, None)
 
 
+#: The resources plugins read through ``Handle.lister``: the owners and Services that give PodTopologySpread
+#: its default selector, and what VolumeBinding and NodeVolumeLimits decide on.
+LISTED: Final = (SERVICES, REPLICATION_CONTROLLERS, REPLICA_SETS, STATEFUL_SETS, PERSISTENT_VOLUME_CLAIMS,
+                 PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
+
+
+#: Resources whose changes may make Pods the volume plugins rejected schedulable.
+_VOLUME_EVENTS: Final[dict[ResourceInfo[Any], EventResource]] = {PERSISTENT_VOLUME_CLAIMS: EventResource.PERSISTENT_VOLUME_CLAIM,
+                         PERSISTENT_VOLUMES: EventResource.PERSISTENT_VOLUME,
+                         STORAGE_CLASSES: EventResource.STORAGE_CLASS, CSI_NODES: EventResource.CSI_NODE}
+
+
 class Scheduler:
     """kube-scheduler's ``Scheduler``: wiring, the scheduling loop, binding and failure handling."""
 
     def __init__(self, *, client: Client, informers: InformerFactory, events: EventBroadcaster,
                  config: SchedulerConfig, is_leading: Callable[[], bool] = lambda: True,
                  clock: Clock | None = None, rng: random.Random | None = None,
-                 max_inflight_bindings: int = 64) -> None:
+                 max_inflight_bindings: int = 64, registry: Mapping[str, PluginFactory] = IN_TREE,
+                 decisions: DecisionLog | None = None) -> None:
         self._client = client
         self._is_leading = is_leading
+        self._registry = registry
+        self._events_broadcaster = events
+        self.decisions = decisions if decisions is not None else DecisionLog()
+        rng = rng or random.Random()
         self.cache = Cache()
         self._pods = informers.informer(PODS, field_selector=POD_FIELD_SELECTOR)
         self._nodes = informers.informer(NODES)
         self._namespaces = informers.informer(NAMESPACES)
-        self._rcs = informers.informer(REPLICATION_CONTROLLERS)
+        # What plugins read besides Pods and Nodes: default spreading selectors and volumes.
+        self._listed = {(r.group, r.plural): informers.informer(r, indexers={NAMESPACE_INDEX: index_by_namespace})
+                        for r in LISTED}
+
         view = ClusterView(
             client=client, snapshot=self.cache, namespace_labels=self._namespace_labels,
             namespaces_matching=self._namespaces_matching,
-            replication_controller_selector=self._rc_selector,
+            lister=self._lister,
             nominated_pods_for_node=lambda node: self.queue.nominated_pods_for_node(node),
             nominated_node_names=lambda: self.queue.nominated_node_names(),
-            preempt=self._preempt)
-        self.frameworks = {p.scheduler_name: Framework(p, IN_TREE, view) for p in config.profiles}
+            preempt=self._preempt, informers=informers, rng=rng, activate=self._activate,
+            clock=clock or RealClock())
+        self._view = view
+        self.config = config
+        self.frameworks = {p.scheduler_name: Framework(p, registry, view) for p in config.profiles}
         self._events = {name: fwk.events_to_register() for name, fwk in self.frameworks.items()}
         self._recorders = {name: events.recorder(name) for name in self.frameworks}
         first = next(iter(self.frameworks.values()))
@@ -194,12 +246,17 @@ class Scheduler:
                                on_delete=self._on_pod_delete)
         self._nodes.add_handler(on_add=self._on_node_add, on_update=self._on_node_update,
                                 on_delete=self._on_node_delete)
+        for resource, event in _VOLUME_EVENTS.items():
+            self._listed[(resource.group, resource.plural)].add_handler(
+                on_add=functools.partial(self._volume_event, event, ActionType.ADD),
+                on_update=functools.partial(self._volume_event, event, ActionType.UPDATE))
 
     # --- the loop ----------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Schedule until cancelled (once the caches are synced); then let bindings in flight finish."""
-        for informer in (self._pods, self._nodes, self._namespaces, self._rcs):
+        informers: list[SharedInformer[Any]] = [self._pods, self._nodes, self._namespaces, *self._listed.values()]
+        for informer in informers:
             await informer.wait_synced()
         for name, fwk in self.frameworks.items():
             log.info("profile %s schedules with %s", name,
@@ -248,6 +305,28 @@ class Scheduler:
         if not task.cancelled() and task.exception() is not None:
             log.error("%s failed", task.get_name(), exc_info=task.exception())
 
+    def apply_config(self, config: SchedulerConfig) -> None:
+        """Schedule with ``config`` from the next cycle on (raises FrameworkError, keeping the old one).
+
+        Every profile is built before anything changes, so a bad configuration
+        leaves the scheduler as it was. Pods queued for a profile that is gone
+        wait until a profile of their scheduler name comes back.
+        """
+        frameworks = {p.scheduler_name: Framework(p, self._registry, self._view) for p in config.profiles}
+        self.frameworks = frameworks
+        self._events = {name: fwk.events_to_register() for name, fwk in frameworks.items()}
+        self._recorders = {name: self._recorders.get(name) or self._events_broadcaster.recorder(name)
+                           for name in frameworks}
+        self.queue.set_less(next(iter(frameworks.values())).less)
+        self.queue.set_backoff(config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds)
+        self.algorithm.set_percentage_of_nodes_to_score(config.percentage_of_nodes_to_score)
+        self.config = config
+        # A new profile may schedule Pods the old one could not (or that waited for a missing profile).
+        self.queue.move_all(CONFIG_CHANGED)
+
+    def _activate(self, uids: Iterable[str]) -> None:
+        self.queue.activate(uids)
+
     # --- one Pod -------------------------------------------------------------------------------------
 
     def schedule_one(self, qpi: QueuedPodInfo) -> bool:
@@ -266,12 +345,16 @@ class Scheduler:
         start = time.perf_counter()
         state = CycleState()
         outcome = self.algorithm.schedule_pod(fwk, state, pod)
+        decision = self.decisions.record(Decision(pod.namespace, pod.name, pod.uid, fwk.profile_name, qpi.attempts,
+                                                  now_time(), fwk.score_weights, outcome))
         if isinstance(outcome, FitError):
             nominated: str | None = ""
             if fwk.has_post_filter_plugins():
                 result, status = fwk.run_post_filter(state, pod, outcome.diagnosis.node_to_status)
                 outcome.diagnosis.post_filter_msg = status.message
                 nominated = result.nominated_node_name if result is not None else None
+                if status.message:
+                    decision.extra["postFilter"] = _status_doc(status)
             self._fail(fwk, qpi, start, rejected=True, message=outcome.message,
                        plugins=outcome.diagnosis.unschedulable_plugins, nominated=nominated,
                        annotations=explain.failure_annotations(outcome.diagnosis, outcome.num_all_nodes))
@@ -280,10 +363,10 @@ class Scheduler:
             self._fail(fwk, qpi, start, rejected=outcome.is_rejected(), message=outcome.message, plugins=(),
                        nominated="", annotations=None)
             return False
-        return self._assume_and_bind(fwk, state, qpi, outcome, start)
+        return self._assume_and_bind(fwk, state, qpi, outcome, start, decision)
 
     def _assume_and_bind(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult,
-                         start: float) -> bool:
+                         start: float, decision: Decision) -> bool:
         pod = qpi.pod_info
         host = result.suggested_host
         if self.cache.pod(pod.uid) is not None:
@@ -293,7 +376,10 @@ class Scheduler:
         self.cache.assume_pod(pod, host)
         self.queue.delete_nominated_pod(pod.uid)
         status = fwk.run_reserve(state, pod, host)
-        if not status.is_success():
+        if status.is_success():
+            status = fwk.run_permit(state, pod, host)
+        if not status.is_success() and not status.is_wait():
+            decision.extra["reserveOrPermit"] = _status_doc(status)
             fwk.run_unreserve(state, pod, host)
             self.cache.forget_pod(pod)
             self._fail(fwk, qpi, start, rejected=status.is_rejected(), message=status.message,
@@ -311,9 +397,13 @@ class Scheduler:
                              annotations: Mapping[str, str], start: float) -> None:
         pod = qpi.pod_info
         try:
-            if self._is_leading():
-                status = await fwk.run_bind(state, pod, host, annotations)
-            else:
+            status = await self._wait_on_permit(fwk, pod)
+            if status.is_success() and self._is_leading():
+                # PreBind writes (VolumeBinding binds PVCs): only the leader gets that far.
+                status = await fwk.run_pre_bind(state, pod, host)
+                if status.is_success():
+                    status = await fwk.run_bind(state, pod, host, annotations)
+            elif status.is_success():
                 status = Status.from_error("lost leadership before binding")
         finally:
             self._slots.release()
@@ -321,9 +411,9 @@ class Scheduler:
         if status.is_success():
             metrics.SCHEDULE_ATTEMPTS.labels(metrics.SCHEDULED, fwk.profile_name).inc()
             metrics.SCHEDULING_ATTEMPT_DURATION.labels(metrics.SCHEDULED, fwk.profile_name).observe(elapsed)
-            self._recorders[fwk.profile_name].event(pod.pod, NORMAL, "Scheduled",
-                                                    f"Successfully assigned {pod.key} to {host}")
+            self._recorder(fwk).event(pod.pod, NORMAL, "Scheduled", f"Successfully assigned {pod.key} to {host}")
             self._bind_log.bound(pod, host)
+            fwk.run_post_bind(state, pod, host)
             return
         self._bind_log.failed(pod.uid)
         fwk.run_unreserve(state, pod, host)
@@ -334,8 +424,30 @@ class Scheduler:
             return
         # The assumed Pod's resources are free again; Pods waiting for them may fit.
         self.queue.move_all(ASSIGNED_POD_DELETE)
-        self._fail(fwk, qpi, start, rejected=False, message=status.message, plugins=(), nominated="",
+        self._fail(fwk, qpi, start, rejected=status.is_rejected(), message=status.message,
+                   plugins={status.plugin} if status.is_rejected() and status.plugin else (), nominated="",
                    annotations=None)
+
+    async def _wait_on_permit(self, fwk: Framework, pod: PodInfo) -> Status:
+        """Wait while a Permit plugin holds the Pod, giving its binding slot back meanwhile.
+
+        A gang larger than ``max_inflight_bindings`` would otherwise hold every
+        slot while waiting for members that can then never be scheduled.
+        """
+        if fwk.get_waiting_pod(pod.uid) is None:
+            return await fwk.wait_on_permit(pod)
+        self._slots.release()
+        try:
+            return await fwk.wait_on_permit(pod)
+        finally:
+            await self._slots.acquire()
+
+    def _recorder(self, fwk: Framework) -> EventRecorder:
+        recorder = self._recorders.get(fwk.profile_name)
+        if recorder is None:
+            # A binding that outlived its profile (the configuration changed meanwhile).
+            recorder = self._recorders[fwk.profile_name] = self._events_broadcaster.recorder(fwk.profile_name)
+        return recorder
 
     def _fail(self, fwk: Framework, qpi: QueuedPodInfo, start: float, *, rejected: bool, message: str,
               plugins: Collection[str], nominated: str | None, annotations: Mapping[str, str] | None) -> None:
@@ -362,7 +474,7 @@ class Scheduler:
             self.queue.add_unschedulable(qpi, plugins)
         else:
             self.queue.add_backoff(qpi)
-        self._recorders[fwk.profile_name].event(pod.pod, WARNING, "FailedScheduling", truncate_message(message))
+        self._recorder(fwk).event(pod.pod, WARNING, "FailedScheduling", truncate_message(message))
         self._spawn(self._report_failure(pod, REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR, message,
                                          nominated, annotations), f"report-{pod.key}")
 
@@ -418,7 +530,7 @@ class Scheduler:
 
     async def _evict(self, profile: str, pod: PodInfo, node: str, victims: list[PodInfo],
                      lower: list[PodInfo]) -> None:
-        recorder: EventRecorder = self._recorders[profile]
+        recorder: EventRecorder = self._recorders.get(profile) or self._events_broadcaster.recorder(profile)
         condition = {"type": "DisruptionTarget", "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
                      "message": f"{profile}: preempting to accommodate a higher priority pod",
                      "lastTransitionTime": now_time()}
@@ -458,7 +570,8 @@ class Scheduler:
         Kubernetes refines this with per-plugin queueing hints; kubesim's plugins register events only.
         """
         plugins = qpi.unschedulable_plugins
-        if not plugins:
+        if not plugins or event.resource is EventResource.WILDCARD:
+            # An event about everything (a new configuration) may help any Pod.
             return True
         registered = self._events.get(self._scheduler_name(qpi.pod_info), {})
         for plugin in plugins:
@@ -480,11 +593,9 @@ class Scheduler:
         return [ns.metadata.name for ns in self._namespaces.store.list()
                 if ns.metadata is not None and ns.metadata.name and selector.matches(ns.metadata.labels or {})]
 
-    def _rc_selector(self, namespace: str, name: str) -> Mapping[str, str] | None:
-        rc: V1ReplicationController | None = self._rcs.store.get(f"{namespace}/{name}")
-        if rc is None or rc.spec is None:
-            return None
-        return rc.spec.selector
+    def _lister(self, resource: ResourceInfo[Any]) -> Store[Any] | None:
+        informer = self._listed.get((resource.group, resource.plural))
+        return informer.store if informer is not None else None
 
     # --- informer handlers -------------------------------------------------------------------------------
 
@@ -530,6 +641,10 @@ class Scheduler:
         self.queue.delete(uid)
         if self.cache.remove_pod(uid) is not None:
             self.queue.move_all(ASSIGNED_POD_DELETE)
+
+    def _volume_event(self, resource: EventResource, action: ActionType, *_objects: Any) -> None:
+        label = f"{resource.value.rsplit('/', 1)[-1]}{'Add' if action is ActionType.ADD else 'Update'}"
+        self.queue.move_all(ClusterEvent(resource, action, label))
 
     def _on_node_add(self, node: V1Node) -> None:
         self.cache.add_node(node)

@@ -20,7 +20,11 @@ depend only on it and on :mod:`scheduler.framework.types`:
 
 Differences from Kubernetes, on purpose: ``Pod`` arguments are
 :class:`~scheduler.framework.types.PodInfo` (the Pod plus what is computed
-once from it), and there is no Permit extension point, no WAIT or PENDING code.
+once from it); there is no PENDING code; PreBind and Bind are coroutines
+(they talk to the APIServer) and a Permit timeout is in seconds. Two
+additions serve studies: :attr:`Handle.rng` (the scheduler's seeded random
+source, so that a run can be repeated) and :meth:`Handle.activate` (what
+Kubernetes' ``PodsToActivate`` cycle state does: move Pods back to activeQ).
 
 Everything here is plain data, used from the event loop's thread only.
 """
@@ -28,12 +32,17 @@ Everything here is plain data, used from the event loop's thread only.
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    import random
+
+    from machinery.api.kinds import ResourceInfo
     from machinery.client import Client
+    from machinery.informer import InformerFactory
+    from machinery.informer.store import Store
     from scheduler.framework.types import NodeInfo, PodInfo
 
 #: The highest score a plugin may give a node after normalization.
@@ -54,6 +63,8 @@ class Code(enum.IntEnum):
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
     #: The plugin has nothing to do for this Pod: skip its later extension points in this cycle.
     SKIP = 4
+    #: Permit only: the Pod waits (its binding cycle holds) until every waiting plugin allows or one rejects.
+    WAIT = 5
 
     def __str__(self) -> str:
         return _CODE_NAMES[self]
@@ -61,7 +72,7 @@ class Code(enum.IntEnum):
 
 _CODE_NAMES: Final = {
     Code.SUCCESS: "Success", Code.ERROR: "Error", Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.SKIP: "Skip",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable", Code.SKIP: "Skip", Code.WAIT: "Wait",
 }
 
 
@@ -94,6 +105,9 @@ class Status:
 
     def is_skip(self) -> bool:
         return self.code is Code.SKIP
+
+    def is_wait(self) -> bool:
+        return self.code is Code.WAIT
 
     def is_rejected(self) -> bool:
         """Unschedulable, resolvable or not (as opposed to an error)."""
@@ -217,6 +231,10 @@ class EventResource(enum.Enum):
 
     POD = "Pod"
     NODE = "Node"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    STORAGE_CLASS = "storage.k8s.io/StorageClass"
+    CSI_NODE = "storage.k8s.io/CSINode"
     WILDCARD = "*"
 
 
@@ -303,8 +321,9 @@ class Handle(Protocol):
         """The names of the namespaces whose labels a label Selector matches."""
         ...
 
-    def replication_controller_selector(self, namespace: str, name: str) -> Mapping[str, str] | None:
-        """``spec.selector`` of a ReplicationController, None when it is unknown."""
+    def lister(self, resource: ResourceInfo[Any]) -> Store[Any] | None:
+        """The scheduler's informer cache of a resource (``SharedInformerFactory().X().Lister()``);
+        None when the scheduler does not watch it."""
         ...
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
@@ -320,6 +339,49 @@ class Handle(Protocol):
 
     def preempt(self, pod: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
         """Start evicting ``victims`` from ``node_name`` for ``pod`` (the API calls run in the background)."""
+        ...
+
+    @property
+    def informers(self) -> InformerFactory:
+        """The process's shared informers (``SharedInformerFactory()``): a plugin may watch what it needs."""
+        ...
+
+    @property
+    def rng(self) -> random.Random:
+        """The scheduler's random source (seeded by ``--seed``): plugins that draw use it, so runs repeat."""
+        ...
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move the Pods of these uids to activeQ at once if they wait in the queue (``PodsToActivate``)."""
+        ...
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        """Call ``callback`` on every Pod waiting at Permit (``IterateOverWaitingPods``)."""
+        ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting Pod on behalf of every plugin it waits for; whether there was one."""
+        ...
+
+
+class WaitingPod(Protocol):
+    """A Pod held at Permit: its binding cycle waits until every plugin that asked it to wait allows it."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    def pending_plugins(self) -> list[str]:
+        """The plugins that have not allowed the Pod yet."""
+        ...
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` lets the Pod go; it binds once no plugin is pending."""
+        ...
+
+    def reject(self, plugin: str, message: str = "") -> None:
+        """``plugin`` refuses the Pod: its binding cycle ends Unschedulable with ``message``."""
         ...
 
 
@@ -426,6 +488,27 @@ class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """SUCCESS, a rejection, or WAIT with a timeout in seconds (the Pod is rejected when it runs out)."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Awaitable[Status]:
+        """Prepare the binding in the binding cycle (VolumeBinding writes and waits for volumes here)."""
+        ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Told that the Pod is bound (informational: nothing can fail here)."""
+        ...
 
 
 @runtime_checkable

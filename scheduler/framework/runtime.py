@@ -15,15 +15,18 @@ the extension points with Kubernetes' semantics:
   which gives the same first-rejecting plugin per node;
 - Score: each plugin scores every feasible node, normalizes to 0..100, and
   the scores are multiplied by the plugin's weight and summed;
-- Reserve/Unreserve and Bind (async; SKIP passes to the next binder).
+- Reserve/Unreserve; Permit (WAIT holds the Pod, see
+  :mod:`scheduler.framework.waiting_pods`, until its plugins allow it);
+  PreBind, Bind (async; SKIP passes to the next binder) and PostBind.
 
 It is also the :class:`~scheduler.framework.interface.Handle` plugins get:
 the cache as their snapshot, namespace and ReplicationController lookups,
 nominated Pods and the preemption hooks, all given by the scheduler as a
 :class:`ClusterView`.
 
-A plugin that raises is a bug; the exception becomes an ERROR status naming
-the plugin, so one bad Pod cannot stop the scheduler. Used from the event
+A plugin that raises is a bug; at every extension point the exception becomes
+an ERROR status naming the plugin, so one bad Pod (or one out-of-tree plugin)
+cannot stop the scheduler; a factory that raises makes the profile invalid. Used from the event
 loop's thread only; nothing here awaits except :meth:`Framework.run_bind`.
 """
 
@@ -31,12 +34,17 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+import random
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
 
 from machinery.api import Selector
+from machinery.api.kinds import ResourceInfo
 from machinery.client import Client
+from machinery.client.clock import Clock, RealClock
+from machinery.informer import InformerFactory
+from machinery.informer.store import Store
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -51,10 +59,13 @@ from scheduler.framework.interface import (
     NodeInfoLister,
     NodeToStatus,
     NormalizeScorePlugin,
+    PermitPlugin,
     Plugin,
     PluginFactory,
+    PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -66,6 +77,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +91,13 @@ EXTENSION_POINTS: Final[dict[str, Any]] = {
     "preScore": PreScorePlugin,
     "score": ScorePlugin,
     "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
     "bind": BindPlugin,
+    "postBind": PostBindPlugin,
 }
 #: Extension points of KubeSchedulerConfiguration that kubesim has no plugins for; only empty sets are allowed.
-UNSUPPORTED_EXTENSION_POINTS: Final = ("permit", "preBind", "postBind")
+UNSUPPORTED_EXTENSION_POINTS: Final[tuple[str, ...]] = ()
 
 _MAX_TOTAL_SCORE: Final = (1 << 63) - 1
 
@@ -124,12 +139,21 @@ class ClusterView:
     snapshot: NodeInfoLister
     namespace_labels: Callable[[str], Mapping[str, str] | None]
     namespaces_matching: Callable[[Selector], list[str]]
-    replication_controller_selector: Callable[[str, str], Mapping[str, str] | None]
+    #: The informer cache of a resource the scheduler watches besides Pods, Nodes and Namespaces
+    #: (Services, RCs, ReplicaSets, StatefulSets, PVCs, PVs, StorageClasses, CSINodes); None if unwatched.
+    lister: Callable[[ResourceInfo[Any]], Store[Any] | None]
     nominated_pods_for_node: Callable[[str], Sequence[PodInfo]]
     #: The nodes some Pod is nominated to (usually none).
     nominated_node_names: Callable[[], Collection[str]]
     #: (profile's scheduler name, preemptor, node, victims): evict in the background.
     preempt: Callable[[str, PodInfo, str, Sequence[PodInfo]], None]
+    #: The process's informers (a throwaway factory when profiles are only being checked).
+    informers: InformerFactory = field(default_factory=lambda: InformerFactory(cast(Client, None)))
+    #: The scheduler's random source (``--seed``).
+    rng: random.Random = field(default_factory=random.Random)
+    #: Move queued Pods (by uid) to activeQ (``PodsToActivate``).
+    activate: Callable[[Iterable[str]], None] = lambda uids: None
+    clock: Clock = field(default_factory=RealClock)
 
 
 @dataclass(slots=True)
@@ -167,6 +191,10 @@ class Framework:
                 self.plugins[name] = factory(spec.plugin_config.get(name), self)
             except (ValueError, TypeError) as err:
                 raise FrameworkError(f"initializing plugin {name!r}: {err}") from None
+            except Exception as err:
+                # An out-of-tree factory with a bug: the profile cannot be built, the scheduler keeps running.
+                log.exception("the factory of plugin %s failed", name)
+                raise FrameworkError(f"initializing plugin {name!r}: {type(err).__name__}: {err}") from None
         unknown_config = set(spec.plugin_config) - set(self.plugins)
         if unknown_config:
             # Kubernetes ignores config of plugins it does not run; a misspelt name is worth a warning.
@@ -180,7 +208,11 @@ class Framework:
         self.pre_score_plugins: list[PreScorePlugin] = points["preScore"]
         self.score_plugins: list[ScorePlugin] = points["score"]
         self.reserve_plugins: list[ReservePlugin] = points["reserve"]
+        self.permit_plugins: list[PermitPlugin] = points["permit"]
+        self.pre_bind_plugins: list[PreBindPlugin] = points["preBind"]
         self.bind_plugins: list[BindPlugin] = points["bind"]
+        self.post_bind_plugins: list[PostBindPlugin] = points["postBind"]
+        self.waiting_pods = WaitingPods(view.clock)
         queue_sort: list[QueueSortPlugin] = points["queueSort"]
         if len(queue_sort) != 1:
             raise FrameworkError(f"only one queue sort plugin required for profile with scheduler name "
@@ -192,8 +224,15 @@ class Framework:
         self.score_weights = self._score_weights(spec)
         self._batch_filters: dict[str, Callable[[CycleState, PodInfo, list[NodeInfo]], list[NodeInfo]]] = {
             p.name: p.filter_nodes for p in self.filter_plugins if isinstance(p, BatchFilterPlugin)}
-        self.pre_filter_extensions = [(p.name, ext) for p in self.pre_filter_plugins
-                                      if (ext := p.pre_filter_extensions()) is not None]
+        self.pre_filter_extensions = []
+        for p in self.pre_filter_plugins:
+            try:
+                ext = p.pre_filter_extensions()
+            except Exception as err:  # noqa: BLE001 - a plugin's bug makes the profile invalid
+                raise FrameworkError(f"plugin {p.name!r}: pre_filter_extensions failed: {type(err).__name__}: "
+                                     f"{err}") from None
+            if ext is not None:
+                self.pre_filter_extensions.append((p.name, ext))
         # Protocol isinstance checks are slow: decide once which Score plugins normalize.
         self._normalizers = {p.name: p.normalize_score for p in self.score_plugins
                              if isinstance(p, NormalizeScorePlugin)}
@@ -266,8 +305,8 @@ class Framework:
     def namespaces_matching(self, selector: Any) -> list[str]:
         return self._view.namespaces_matching(selector)
 
-    def replication_controller_selector(self, namespace: str, name: str) -> Mapping[str, str] | None:
-        return self._view.replication_controller_selector(namespace, name)
+    def lister(self, resource: ResourceInfo[Any]) -> Store[Any] | None:
+        return self._view.lister(resource)
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         return self._view.nominated_pods_for_node(node_name)
@@ -275,10 +314,41 @@ class Framework:
     def preempt(self, pod: PodInfo, node_name: str, victims: Sequence[PodInfo]) -> None:
         self._view.preempt(self.profile_name, pod, node_name, victims)
 
+    @property
+    def informers(self) -> InformerFactory:
+        return self._view.informers
+
+    @property
+    def rng(self) -> random.Random:
+        return self._view.rng
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self._view.activate(uids)
+
+    def iterate_over_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        for waiting in self.waiting_pods:
+            callback(waiting)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        waiting = self.waiting_pods.get(uid)
+        if waiting is None:
+            return False
+        for plugin in waiting.pending_plugins():
+            waiting.reject(plugin, "removed")
+        return True
+
     # --- queueing --------------------------------------------------------------------------------
 
     def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
-        return self.queue_sort.less(a, b)
+        try:
+            return self.queue_sort.less(a, b)
+        except Exception:
+            # A broken QueueSort must not break the heap: fall back to arrival order.
+            log.exception("QueueSort plugin %s failed", self.queue_sort.name)
+            return a.timestamp < b.timestamp
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         for plugin in self.pre_enqueue_plugins:
@@ -290,9 +360,16 @@ class Framework:
     def events_to_register(self) -> dict[str, list[ClusterEvent]]:
         """Per plugin that can reject a Pod, the cluster events that may make it schedulable again."""
         rejecting = {p.name for p in (*self.pre_enqueue_plugins, *self.pre_filter_plugins, *self.filter_plugins,
-                                      *self.reserve_plugins)}
-        return {name: plugin.events_to_register() for name, plugin in self.plugins.items()
-                if name in rejecting and isinstance(plugin, EnqueueExtensions)}
+                                      *self.reserve_plugins, *self.permit_plugins)}
+        events: dict[str, list[ClusterEvent]] = {}
+        for name, plugin in self.plugins.items():
+            if name in rejecting and isinstance(plugin, EnqueueExtensions):
+                try:
+                    events[name] = list(plugin.events_to_register())
+                except Exception:
+                    # Treated as "interested in everything", as a plugin that registers nothing.
+                    log.exception("events_to_register of plugin %s failed", name)
+        return events
 
     # --- PreFilter and Filter ----------------------------------------------------------------------
 
@@ -336,7 +413,7 @@ class Framework:
         for name, ext in self.pre_filter_extensions:
             if name in state.skip_filter_plugins:
                 continue
-            status = ext.add_pod(state, pod, to_add, node)
+            status = _guard(name, "AddPod", lambda e=ext: e.add_pod(state, pod, to_add, node))  # type: ignore[misc]
             if not status.is_success():
                 return Status.from_error(f"running AddPod on PreFilter plugin {name!r}: {status.message}", plugin=name)
         return SUCCESS
@@ -346,7 +423,8 @@ class Framework:
         for name, ext in self.pre_filter_extensions:
             if name in state.skip_filter_plugins:
                 continue
-            status = ext.remove_pod(state, pod, to_remove, node)
+            status = _guard(name, "RemovePod",
+                            lambda e=ext: e.remove_pod(state, pod, to_remove, node))  # type: ignore[misc]
             if not status.is_success():
                 return Status.from_error(f"running RemovePod on PreFilter plugin {name!r}: {status.message}",
                                     plugin=name)
@@ -554,10 +632,68 @@ class Framework:
             except Exception:
                 log.exception("Unreserve of plugin %s failed on %s", plugin.name, pod.key)
 
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``RunPermitPlugins``: SUCCESS, a rejection, or WAIT (the Pod is then in :attr:`waiting_pods`)."""
+        timeouts: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            try:
+                status, timeout = plugin.permit(state, pod, node_name)
+            except Exception as err:
+                log.exception("Permit plugin %s failed on %s", plugin.name, pod.key)
+                status, timeout = Status.from_error(f"{type(err).__name__}: {err}"), 0.0
+            if status.is_success():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            if status.is_wait():
+                timeouts[plugin.name] = timeout
+                continue
+            return Status.from_error(f"running Permit plugin {plugin.name!r}: {status.message}", plugin=plugin.name)
+        if timeouts:
+            self.waiting_pods.add(pod, timeouts)
+            return Status(Code.WAIT, "one or more plugins asked to wait and no plugin rejected pod")
+        return SUCCESS
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status:
+        """``WaitOnPermit``: SUCCESS at once unless the Pod waits; then its outcome."""
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return SUCCESS
+        try:
+            return await waiting.wait()
+        finally:
+            self.waiting_pods.remove(pod.uid)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.pre_bind_plugins:
+            try:
+                status = await plugin.pre_bind(state, pod, node_name)
+            except Exception as err:
+                log.exception("PreBind plugin %s failed on %s", plugin.name, pod.key)
+                status = Status.from_error(f"{type(err).__name__}: {err}")
+            if status.is_skip() or status.is_success():
+                continue
+            if status.is_rejected():
+                return status.with_plugin(plugin.name)
+            return Status(Code.ERROR, f"running PreBind plugin {plugin.name!r}: {status.message}",
+                          plugin=plugin.name, error=status.error)
+        return SUCCESS
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.post_bind_plugins:
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception:
+                log.exception("PostBind plugin %s failed on %s", plugin.name, pod.key)
+
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str,
                        annotations: Mapping[str, str]) -> Status:
         for plugin in self.bind_plugins:
-            status = await plugin.bind(state, pod, node_name, annotations)
+            try:
+                status = await plugin.bind(state, pod, node_name, annotations)
+            except Exception as err:
+                log.exception("Bind plugin %s failed on %s", plugin.name, pod.key)
+                status = Status.from_error(f"{type(err).__name__}: {err}")
             if status.is_skip():
                 continue
             if not status.is_success():
@@ -585,7 +721,10 @@ class Framework:
             "preScore": [p.name for p in self.pre_score_plugins],
             "score": [f"{p.name}({self.score_weights[p.name]})" for p in self.score_plugins],
             "reserve": [p.name for p in self.reserve_plugins],
+            "permit": [p.name for p in self.permit_plugins],
+            "preBind": [p.name for p in self.pre_bind_plugins],
             "bind": [p.name for p in self.bind_plugins],
+            "postBind": [p.name for p in self.post_bind_plugins],
         }
 
 

@@ -1,9 +1,8 @@
 """The in-tree registry: plugin name -> factory, as ``NewInTreeRegistry``.
 
-Kubernetes' default profile also enables volume plugins (VolumeBinding,
-VolumeZone, NodeVolumeLimits and the cloud disk limits); kubesim serves no
-PersistentVolumes, CSI or StorageClasses, so they have nothing to decide and
-are not registered.
+Kubernetes' default profile also enables VolumeZone and the cloud disk
+limits (EBS, GCE PD, Azure Disk), which have nothing to decide on kubesim's
+simulated storage and are not registered.
 """
 
 from __future__ import annotations
@@ -20,10 +19,12 @@ from scheduler.plugins import (
     nodename,
     nodeports,
     nodeunschedulable,
+    nodevolumelimits,
     podtopologyspread,
     queuesort,
     schedulinggates,
     tainttoleration,
+    volumebinding,
     volumerestrictions,
 )
 from scheduler.plugins.noderesources import balanced_allocation, fit
@@ -38,6 +39,8 @@ IN_TREE: Final[dict[str, PluginFactory]] = {
     nodeports.NAME: nodeports.new,
     fit.NAME: fit.new,
     volumerestrictions.NAME: volumerestrictions.new,
+    nodevolumelimits.NAME: nodevolumelimits.new,
+    volumebinding.NAME: volumebinding.new,
     podtopologyspread.NAME: podtopologyspread.new,
     interpodaffinity.NAME: interpodaffinity.new,
     defaultpreemption.NAME: defaultpreemption.new,

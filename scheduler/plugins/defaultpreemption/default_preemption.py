@@ -223,4 +223,4 @@ def new(args: Mapping[str, Any] | None, handle: Handle) -> DefaultPreemption:
     if percentage == 0 and absolute == 0:
         raise ValueError("minCandidateNodesPercentage, minCandidateNodesAbsolute: Invalid value: both cannot "
                          "be zero")
-    return DefaultPreemption(handle, min_percentage=percentage, min_absolute=absolute)
+    return DefaultPreemption(handle, min_percentage=percentage, min_absolute=absolute, rng=handle.rng)

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from machinery.api import NO_EXECUTE, NO_SCHEDULE, Selector, find_untolerated_taint, selector_from_set
+from machinery.api.kinds import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from machinery.api.labels import Operator, Requirement
+from machinery.informer.store import NAMESPACE_INDEX
 from scheduler.framework.interface import Handle, NodeInfoLister
 from scheduler.framework.tallies import Tallies, Tally
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -87,18 +89,41 @@ def _merge(match_labels: Mapping[str, str], selector: Selector) -> Selector:
 
 
 def default_selector(handle: Handle, pod: PodInfo) -> Selector:
-    """``helper.DefaultSelector``: the selector of the ReplicationController that controls the Pod.
+    """``helper.DefaultSelector``: what the Services selecting the Pod and its controller select.
 
-    kubesim serves no Services, ReplicaSets or StatefulSets, so an RC owner is
-    the only source; a Pod without one gets the empty selector (no defaults).
+    The selectors of the Services whose selector matches the Pod are merged,
+    then those of its controller, if it is a ReplicationController, a
+    ReplicaSet or a StatefulSet, are added; a Pod with none of them gets the
+    empty selector (no default constraints apply).
     """
+    merged: dict[str, str] = {}
+    services = handle.lister(SERVICES)
+    if services is not None:
+        for service in services.by_index(NAMESPACE_INDEX, pod.namespace) if services.has_index(NAMESPACE_INDEX) \
+                else (s for s in services.list() if s.metadata is not None and s.metadata.namespace == pod.namespace):
+            selector = service.spec.selector if service.spec is not None else None
+            if selector and selector_from_set(selector).matches(pod.labels):
+                merged.update(selector)
+    result = selector_from_set(merged) if merged else Selector.everything()
     if pod.owner is None:
-        return Selector.everything()
+        return result
     api_version, kind, name = pod.owner
-    if api_version != "v1" or kind != "ReplicationController":
-        return Selector.everything()
-    selector = handle.replication_controller_selector(pod.namespace, name)
-    return selector_from_set(selector) if selector else Selector.everything()
+    key = f"{pod.namespace}/{name}"
+    if (api_version, kind) == ("v1", "ReplicationController"):
+        rcs = handle.lister(REPLICATION_CONTROLLERS)
+        rc = rcs.get(key) if rcs is not None else None
+        if rc is not None and rc.spec is not None and rc.spec.selector:
+            merged.update(rc.spec.selector)
+            return selector_from_set(merged)
+        return result
+    if (api_version, kind) in (("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")):
+        owners = handle.lister(REPLICA_SETS if kind == "ReplicaSet" else STATEFUL_SETS)
+        owner = owners.get(key) if owners is not None else None
+        label_selector = owner.spec.selector if owner is not None and owner.spec is not None else None
+        if label_selector is not None:
+            other = Selector.from_label_selector(label_selector)
+            return Selector((*(result.requirements if merged else ()), *other.requirements))
+    return result
 
 
 def node_has_topology_keys(node: NodeInfo, constraints: Sequence[Constraint]) -> bool:
