@@ -51,7 +51,7 @@ _POD_IMAGE = "registry.k8s.io/pause:3.10"
 _NODE_LEASE_NAMESPACE = "kube-node-lease"
 
 
-async def density(api_url: str, *, nodes: int, pods: int, kubelet_pid: int | None = None,
+async def density(api: str | ClientConfig, *, nodes: int, pods: int, kubelet_pid: int | None = None,
                   renew_interval: float = 10.0, namespace: str = "kubesim-density",
                   create_concurrency: int = 64,
                   timeout: float = 900.0, progress: Progress | None = None) -> dict[str, Any]:
@@ -59,7 +59,8 @@ async def density(api_url: str, *, nodes: int, pods: int, kubelet_pid: int | Non
     say = progress or (lambda _message: None)
     started = time.monotonic()
     # The lean client: through httpx, the benchmark's own requests would be the bottleneck.
-    async with Client(ClientConfig(api_url), user_agent="kubesim-bench") as client:
+    config = api if isinstance(api, ClientConfig) else ClientConfig(api)
+    async with Client(config, user_agent="kubesim-bench") as client:
         async with asyncio.timeout(timeout):
             node_names = await _wait_nodes_ready(client, nodes, say)
             nodes_ready = time.monotonic() - started
@@ -242,12 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         with cluster(keep=args.workdir) as c:
             if args.node_lifecycle:
                 c.start_component("controller-manager", "controller_manager",
-                                  ["--master", c.url, "--controllers=node-lifecycle-controller"])
-            # Not waited for: the time until every node is Ready is one of the figures.
+                                  [*c.component_flags("controller-manager"), "--controllers=node-lifecycle-controller"])
+            # Not waited for: the time until every node is Ready is one of the figures. Each node is itself
+            # (system:node:<name>, with its token), as in kubesim up.
             kubelet = c.start_component("kubelet_sim", "kubelet_sim",
-                                        ["--master", c.url, "--nodes", str(args.nodes)])
+                                        [*c.component_flags("kubelet"), "--nodes", str(args.nodes)])
             say(f"started etcd, the APIServer ({c.url}) and kubelet_sim with {args.nodes} nodes")
-            result = asyncio.run(density(c.url, nodes=args.nodes, pods=args.pods, kubelet_pid=kubelet.pid,
+            result = asyncio.run(density(c.config(), nodes=args.nodes, pods=args.pods, kubelet_pid=kubelet.pid,
                                          progress=say))
             if not kubelet.alive():
                 say(f"kubelet_sim exited during the benchmark:\n{procs.tail(kubelet.log_path)}")

@@ -16,6 +16,10 @@ component-helpers' lease controller):
   status it would report with the server's (kept current by the Node watch);
   it patches ``nodes/status`` when they differ (the node lifecycle controller
   set Ready to Unknown, say) or when ``nodeStatusReportFrequency`` has passed.
+- **adoption** (:mod:`kubelet_sim.adopt`): a Node that exists already (a
+  snapshot's, a replayed trace's) joins at run time with :meth:`NodeManager.add_node`
+  and reports the conditions it was given instead of a healthy kubelet's; when
+  such a Node is deleted, it is gone for good (it is not registered again).
 - **stop/start** (:meth:`NodeManager.stop`): a stopped node writes nothing
   (no Lease, no status, no Pod updates, no Events) until started again, so the
   node lifecycle controller sees it as unreachable; its simulated containers
@@ -48,7 +52,7 @@ from kubelet_sim.profile import LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS, PlannedNod
 from kubelet_sim.views import LEASE_VIEWS, NODE_VIEWS, LeaseView, NodeView
 from machinery.api.kinds import ObjectKey
 from machinery.api.meta import now_micro_time, now_time
-from machinery.api.quantity import ResourceList, resource_list
+from machinery.api.quantity import ResourceList, milli_value, resource_list
 from machinery.api.schema import KUBERNETES_VERSION
 from machinery.client import AlreadyExists, ApiError, Client, Conflict, NotFound, PatchType
 from machinery.client.clock import Clock, RealClock
@@ -81,6 +85,21 @@ _HEALTHY_CONDITIONS: Final = (
      "NodeHasSufficientPID"),
     ("Ready", "True", "KubeletReady", "kubelet is posting ready status", "NodeReady"),
 )
+
+_MEMORY_PRESSURE: Final = ("MemoryPressure", "True", "KubeletHasInsufficientMemory",
+                           "kubelet has insufficient memory available", "NodeHasInsufficientMemory")
+
+
+def reported_conditions(node: SimNode) -> tuple[tuple[str, str, str, str, str], ...]:
+    """(type, status, reason, message, event) of the conditions this node reports now."""
+    if node.reported is not None:
+        # An adopted node reports what it was given; its Events say so as a kubelet's would.
+        return tuple((ctype, status, reason, message, f"Node{ctype}{status}")
+                     for ctype, status, reason, message in node.reported)
+    if not node.memory_pressure:
+        return _HEALTHY_CONDITIONS
+    return (_MEMORY_PRESSURE, *_HEALTHY_CONDITIONS[1:])
+
 
 # The kubelet's registration retry (100 ms doubling to 7 s) and its lease controller's maxBackoff.
 _RETRY_BASE: Final = 0.1
@@ -186,6 +205,11 @@ class SimNode:
     #: Requests of the admitted, not yet finished Pods, and how many there are.
     used: ResourceList = field(default_factory=dict)
     pod_count: int = 0
+    #: The admitted, not yet finished Pods themselves (what uses the node's resources).
+    pods: set[ObjectKey] = field(default_factory=set)
+    #: Under memory pressure (the eviction manager says), and since when (monotonic seconds).
+    memory_pressure: bool = False
+    memory_pressure_since: float = 0.0
     #: (protocol, hostIP, hostPort) of the admitted Pods' host ports.
     host_ports: set[tuple[str, str, int]] = field(default_factory=set)
     addresses: AddressPool | None = None
@@ -194,6 +218,10 @@ class SimNode:
     unsynced: set[ObjectKey] = field(default_factory=set)
     #: Pods whose status writes wait for the node to start again.
     parked: set[ObjectKey] = field(default_factory=set)
+    #: An adopted node's own conditions, (type, status, reason, message) in the order reported; None: healthy.
+    reported: tuple[tuple[str, str, str, str], ...] | None = None
+    #: The client that acts as this node (``system:node:<name>``); None: the process's own.
+    client: Client | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -202,6 +230,11 @@ class SimNode:
     @property
     def os(self) -> str:
         return self.planned.group.os
+
+    @property
+    def capacity_memory(self) -> int:
+        """The node's memory capacity in bytes."""
+        return -(-milli_value(self.planned.group.capacity.get("memory", "0")) // 1000)
 
     @property
     def active(self) -> bool:
@@ -241,7 +274,7 @@ def node_conditions(node: SimNode, now: str) -> tuple[list[dict[str, Any]], list
     """
     conditions: list[dict[str, Any]] = []
     events: list[str] = []
-    for ctype, status, reason, message, event in _HEALTHY_CONDITIONS:
+    for ctype, status, reason, message, event in reported_conditions(node):
         previous = node.server_conditions.get(ctype)
         transition = previous[1] if previous is not None and previous[0] == status and previous[1] else now
         if previous is None or previous[0] != status:
@@ -317,8 +350,17 @@ class NodeManager:
 
     def __init__(self, client: Client, events: EventBroadcaster, planned: Iterable[PlannedNode], *,
                  timings: Timings, on_active: Callable[[SimNode], None], clock: Clock | None = None,
-                 registration_workers: int = 32, node_ip: str = NODE_IP) -> None:
+                 registration_workers: int = 32, node_ip: str = NODE_IP,
+                 on_unknown_node: Callable[[NodeView], None] | None = None,
+                 client_for: Callable[[str], Client] | None = None) -> None:
         self._client = client
+        self._client_for = client_for
+        self._events = events
+        self._node_ip = node_ip
+        #: Called with Nodes the process does not host (the adopter takes those it may).
+        self.on_unknown_node = on_unknown_node
+        #: Names of the nodes added at run time (adopted): deleting one removes it.
+        self.adopted: set[str] = set()
         self._timings = timings
         self._on_active = on_active
         self._clock = clock or RealClock()
@@ -329,7 +371,8 @@ class NodeManager:
         for index, p in enumerate(planned):
             shared = allocatable.setdefault(id(p.group), resource_list(p.group.allocatable))
             self.nodes[p.name] = SimNode(p, index, events.recorder(EVENT_SOURCE, p.name), shared, ip=node_ip,
-                                         labels=p.labels, taints=tuple(p.group.taints))
+                                         labels=p.labels, taints=tuple(p.group.taints),
+                                         client=client_for(p.name) if client_for is not None else None)
         self._registrations: WorkQueue[str] = WorkQueue(
             "node-registration", rate_limiter=ItemExponentialFailureRateLimiter(_RETRY_BASE, _RETRY_MAX),
             clock=self._clock)
@@ -358,6 +401,8 @@ class NodeManager:
         """Informer handler (add and update): keep what the server holds for our nodes."""
         node = self.nodes.get(view.metadata.name)
         if node is None:
+            if self.on_unknown_node is not None:
+                self.on_unknown_node(view)
             return
         node.labels = view.metadata.labels or {}
         node.taints = tuple(view.spec.taints or ())
@@ -367,7 +412,8 @@ class NodeManager:
             node.uid = view.metadata.uid
         # The kubelet's next status check would notice within nodeStatusUpdateFrequency; reporting at
         # once is the same outcome, sooner, and what makes a node Ready again right after it starts.
-        if node.active and node.server_conditions.get("Ready", ("",))[0] != "True":
+        # (What it would report: an adopted node may report itself not Ready, and must not loop on it.)
+        if node.active and _differs(node):
             self._statuses.add(node.name)
 
     def on_node_deleted(self, view: NodeView | DeletedFinalStateUnknown[NodeView]) -> None:
@@ -377,6 +423,10 @@ class NodeManager:
         deleting a simulated node most likely wants.)
         """
         name = view.key if isinstance(view, DeletedFinalStateUnknown) else view.metadata.name
+        if name in self.adopted:
+            # Even while its adoption is in flight: an adopted Node deleted is gone for good.
+            self.remove_node(name)
+            return
         node = self.nodes.get(name)
         if node is None or not node.registered:
             return
@@ -404,6 +454,30 @@ class NodeManager:
             group.create_task(run_workers(self._statuses, self._report, workers=8, drain_timeout=0),
                               name="node-status")
 
+    def add_node(self, planned: PlannedNode, *,
+                 reported: tuple[tuple[str, str, str, str], ...] | None = None) -> SimNode:
+        """Host one more node from now on (an adopted one): it registers, or adopts its existing Node."""
+        node = SimNode(planned, len(self.nodes), self._events.recorder(EVENT_SOURCE, planned.name),
+                       resource_list(planned.group.allocatable), ip=self._node_ip, labels=planned.labels,
+                       taints=tuple(planned.group.taints), reported=reported,
+                       client=self._client_for(planned.name) if self._client_for is not None else None)
+        self.nodes[planned.name] = node
+        self.adopted.add(planned.name)
+        self._registrations.add(planned.name)
+        return node
+
+    def remove_node(self, name: str) -> None:
+        """Stop hosting an adopted node whose Node was deleted: no more writes, its timers end."""
+        node = self.nodes.pop(name, None)
+        self.adopted.discard(name)
+        if node is None:
+            return
+        if node.registered:
+            self._registered -= 1
+        node.registered = False
+        node.stopped = True
+        log.info("node %s was deleted from the API; it is no longer simulated", name)
+
     def stop(self, name: str) -> SimNode | None:
         """Make a node fail: from now on it writes nothing. None when the process has no such node."""
         node = self.nodes.get(name)
@@ -429,9 +503,22 @@ class NodeManager:
     # --- registration ---------------------------------------------------------------------------------
 
     async def _register(self, name: str) -> None:
-        node = self.nodes[name]
+        node = self.nodes.get(name)
+        if node is None:
+            return
         try:
-            await self._register_node(node)
+            if name in self.adopted:
+                # An adopted Node is someone else's: it is taken over, never created. Gone already, it
+                # is not simulated (its deletion may have come before its adoption got this far).
+                try:
+                    await self._adopt(node, node_object(node, self.port, now_time())[0])
+                except NotFound:
+                    self.remove_node(name)
+                    return
+            else:
+                await self._register_node(node)
+            if self.nodes.get(name) is not node:
+                return  # deleted (and removed) while it was being adopted
             await self._ensure_lease(node)
         except (ApiError, httpx.TransportError) as err:
             self._warnings.warning("unable to register node %s with the APIServer, will retry: %s", name,
@@ -454,7 +541,7 @@ class NodeManager:
         now = now_time()
         body, events = node_object(node, self.port, now)
         try:
-            created = await self._client.create(NODE_VIEWS, body, field_manager=FIELD_MANAGER)
+            created = await self.client_of(node).create(NODE_VIEWS, body, field_manager=FIELD_MANAGER)
         except AlreadyExists:
             await self._adopt(node, body)
             return
@@ -464,14 +551,14 @@ class NodeManager:
 
     async def _adopt(self, node: SimNode, body: dict[str, Any]) -> None:
         """The Node exists (an earlier run): keep its podCIDR, fix the kubelet's labels, report status."""
-        existing = await self._client.get(NODE_VIEWS, node.name)
+        existing = await self.client_of(node).get(NODE_VIEWS, node.name)
         node.uid = existing.metadata.uid
         node.addresses = AddressPool(existing.spec.pod_cidr or node.planned.pod_cidr)
         labels = existing.metadata.labels or {}
         own = body["metadata"]["labels"]
         wanted = {k: own[k] for k in _DEFAULT_LABELS if labels.get(k) != own[k]}
         if wanted:
-            await self._client.patch(NODE_VIEWS, node.name, {"metadata": {"labels": wanted}},
+            await self.client_of(node).patch(NODE_VIEWS, node.name, {"metadata": {"labels": wanted}},
                                      patch_type=PatchType.MERGE, field_manager=FIELD_MANAGER)
         node.server_conditions = {c.type: (c.status, c.last_transition_time or "")
                                   for c in existing.status.conditions or ()}
@@ -481,10 +568,10 @@ class NodeManager:
     async def _ensure_lease(self, node: SimNode) -> None:
         body = lease_object(node, self._timings.node_lease_duration_seconds)
         try:
-            lease = await self._client.create(LEASE_VIEWS, body, field_manager=FIELD_MANAGER)
+            lease = await self.client_of(node).create(LEASE_VIEWS, body, field_manager=FIELD_MANAGER)
         except AlreadyExists:
             # An earlier run's Lease: renew it from the version the server holds.
-            current = await self._client.get(LEASE_VIEWS, node.name, namespace=NODE_LEASE_NAMESPACE)
+            current = await self.client_of(node).get(LEASE_VIEWS, node.name, namespace=NODE_LEASE_NAMESPACE)
             node.lease_resource_version = _rv(current)
             lease = await self._write_lease(node)
         node.lease_resource_version = _rv(lease)
@@ -518,6 +605,8 @@ class NodeManager:
                             lambda: self._status_due(node))
 
     def _lease_due(self, node: SimNode) -> None:
+        if self.nodes.get(node.name) is not node:
+            return
         if node.active:
             self._leases.add(node.name)
             self._check_backlog()
@@ -527,6 +616,8 @@ class NodeManager:
                             lambda: self._lease_due(node))
 
     def _status_due(self, node: SimNode) -> None:
+        if self.nodes.get(node.name) is not node:
+            return
         now = self._clock.now()
         if node.active:
             report = self._timings.node_status_report_frequency
@@ -537,9 +628,13 @@ class NodeManager:
         self._clock.call_at(next_slot(now, self._epoch, check, check * node.index / len(self.nodes)),
                             lambda: self._status_due(node))
 
+    def client_of(self, node: SimNode) -> Client:
+        """The client acting as ``node`` (its own identity when it has one)."""
+        return node.client or self._client
+
     async def _renew(self, name: str) -> None:
-        node = self.nodes[name]
-        if not node.active:
+        node = self.nodes.get(name)
+        if node is None or not node.active:
             return
         try:
             lease = await self._write_lease(node)
@@ -553,7 +648,7 @@ class NodeManager:
 
     async def _write_lease(self, node: SimNode) -> LeaseView:
         """Renew on top of the Lease last written; read it after a conflict, create it when it is missing."""
-        duration, client = self._timings.node_lease_duration_seconds, self._client
+        duration, client = self._timings.node_lease_duration_seconds, self.client_of(node)
         try:
             return await client.update(LEASE_VIEWS, lease_object(node, duration), field_manager=FIELD_MANAGER)
         except Conflict:
@@ -572,8 +667,8 @@ class NodeManager:
             self.heartbeats_on_time.set()
 
     async def _report(self, name: str) -> None:
-        node = self.nodes[name]
-        if not node.active:
+        node = self.nodes.get(name)
+        if node is None or not node.active:
             return
         try:
             await self._write_status(node)
@@ -588,8 +683,8 @@ class NodeManager:
 
     async def _write_status(self, node: SimNode) -> None:
         status, events = node_status(node, self.port, now_time())
-        await self._client.patch(NODE_VIEWS, node.name, {"status": status}, subresource="status",
-                                 field_manager=FIELD_MANAGER)
+        await self.client_of(node).patch(NODE_VIEWS, node.name, {"status": status}, subresource="status",
+                                         field_manager=FIELD_MANAGER)
         node.last_report = self._clock.now()
         node.server_conditions = {c["type"]: (c["status"], c["lastTransitionTime"])
                                   for c in status["conditions"]}
@@ -601,7 +696,7 @@ class NodeManager:
 def _differs(node: SimNode) -> bool:
     """Whether the server's conditions differ from what this node would report."""
     return any(node.server_conditions.get(ctype, ("",))[0] != status
-               for ctype, status, *_ in _HEALTHY_CONDITIONS)
+               for ctype, status, *_ in reported_conditions(node))
 
 
 def _rv(lease: LeaseView) -> str:

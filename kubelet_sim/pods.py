@@ -42,7 +42,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -51,6 +51,7 @@ import orjson
 from kubernetes.client import V1ObjectReference
 
 from kubelet_sim.node import FIELD_MANAGER, SimNode, ThrottledWarnings
+from kubelet_sim.prober import Check, ContainerProber, Probe, Result, container_probes, simulated_check
 from kubelet_sim.profile import LABEL_OS, Timings
 from kubelet_sim.runtime import (
     KILLED_EXIT_CODE,
@@ -63,6 +64,7 @@ from kubelet_sim.runtime import (
     go_duration,
     image_size,
 )
+from kubelet_sim.runtimes import ContainerRuntime, StartError
 from kubelet_sim.views import POD_VIEWS, ContainerStatusView, PodView
 from machinery.api.kinds import ObjectKey, object_key
 from machinery.api.labels import SelectorError
@@ -97,6 +99,8 @@ CONDITION_ORDER: Final = (
 _UNKNOWN_REASON: Final = "ContainerStatusUnknown"
 _UNKNOWN_MESSAGE: Final = "The container could not be located when the pod was terminated"
 _ADOPTED_LINE: Final = "kubesim: kubelet_sim restarted; the lines this container printed before are lost"
+#: containerd's exit code for a container whose process could not be started.
+START_ERROR_EXIT_CODE: Final = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +133,16 @@ class SimPod:
     #: Whether the node counts this Pod's requests, ports and IP.
     holds_resources: bool = False
     terminating: bool = False
+    #: Why the kubelet evicted the Pod (its status message), once it has.
+    evicted: str | None = None
     deleted: bool = False
     running_logged: bool = False
     #: A hash of the status last written, so that an unchanged status is not written again.
     written: int = 0
+    #: The resourceVersion and the Ready condition's status of the last write: a newer Pod whose Ready
+    #: differs was changed by someone else (MarkPodsNotReady), and the kubelet writes its own again.
+    written_rv: int = 0
+    written_ready: str | None = None
 
     @property
     def namespace(self) -> str:
@@ -194,9 +204,18 @@ def _natural(resource: str, milli: int) -> int:
     return milli if resource == "cpu" else -(-milli // 1000)
 
 
+def is_best_effort(view: PodView) -> bool:
+    """QoS class BestEffort: no container (init included) has any request or limit."""
+    containers = [*view.spec.containers, *(view.spec.init_containers or ())]
+    return not any((c.resources or {}).get("requests") or (c.resources or {}).get("limits") for c in containers)
+
+
 def admit(view: PodView, node: SimNode, requests: ResourceList,
           ports: frozenset[tuple[str, str, int]]) -> Rejection | None:
     """The kubelet's predicate admission of ``view`` on ``node``, given the Pods admitted so far."""
+    if node.memory_pressure and is_best_effort(view):
+        # The eviction manager's admit handler: no BestEffort Pod while memory is short.
+        return Rejection("Evicted", "The node had condition: [MemoryPressure]. ")
     pod_os = (view.metadata.labels or {}).get(LABEL_OS)
     if pod_os is not None and pod_os != node.labels.get(LABEL_OS, node.os):
         return Rejection("PodOSSelectorNodeLabelDoesNotMatch",
@@ -341,10 +360,15 @@ def pod_status(pod: SimPod, now: str) -> dict[str, Any]:
     if pod.rejection is not None:
         return {"phase": FAILED, "reason": pod.rejection.reason,
                 "message": f"Pod was rejected: {pod.rejection.message}", "startTime": pod.start_time}
+    conditions = pod_conditions(pod, now)
+    order = list(CONDITION_ORDER)
+    if pod.evicted is not None:
+        conditions.insert(0, _condition(pod, "DisruptionTarget", "True", now, "TerminationByKubelet", pod.evicted))
+        order.insert(0, "DisruptionTarget")
     status: dict[str, Any] = {
         "phase": pod.phase,
-        "conditions": pod_conditions(pod, now),
-        "$setElementOrder/conditions": [{"type": t} for t in CONDITION_ORDER],
+        "conditions": conditions,
+        "$setElementOrder/conditions": [{"type": t} for t in order],
         "hostIP": pod.node.ip,
         "hostIPs": [{"ip": pod.node.ip}],
         "startTime": pod.start_time,
@@ -355,6 +379,8 @@ def pod_status(pod: SimPod, now: str) -> dict[str, Any]:
     if pod.pod_ip:
         status["podIP"] = pod.pod_ip
         status["podIPs"] = [{"ip": pod.pod_ip}]
+    if pod.evicted is not None and pod.phase == FAILED:
+        status["reason"], status["message"] = "Evicted", pod.evicted
     return status
 
 
@@ -374,8 +400,11 @@ class PodManager:
     def __init__(self, client: Client, store: Store[PodView], nodes: Mapping[str, SimNode], *,
                  timings: Timings, heartbeats_on_time: asyncio.Event | None = None,
                  clock: Clock | None = None, rand: random.Random | None = None,
-                 status_workers: int = 64) -> None:
+                 status_workers: int = 64, runtime: ContainerRuntime | None = None) -> None:
         self._client = client
+        #: Containers are real processes (their exits and stops come from the runtime, not from timers).
+        self._runtime = runtime if runtime is not None and runtime.runs_processes else None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._store = store
         self._nodes = nodes
         self._timings = timings
@@ -390,6 +419,10 @@ class PodManager:
 
     def pod(self, namespace: str, name: str) -> SimPod | None:
         return self._pods.get(object_key(namespace, name))
+
+    def pods_on(self, node: SimNode) -> list[SimPod]:
+        """The Pods admitted on ``node`` that have not finished (those using its resources)."""
+        return [pod for key in node.pods if (pod := self._pods.get(key)) is not None]
 
     async def run(self) -> None:
         """Write Pod statuses (and make the final deletes) until cancelled."""
@@ -442,6 +475,12 @@ class PodManager:
             pod = self._add(view, node)
         else:
             pod.view = view
+            if pod.written_ready is not None and _ready_overwritten(view, pod):
+                # The kubelet's status manager reconciles a status someone else changed: the node
+                # lifecycle controller marks a silent node's Pods not ready, and they are ready again
+                # once the kubelet is back (or was never away).
+                pod.written = 0
+                self.statuses.add(pod.key)
         if view.metadata.deletion_timestamp and not pod.terminating:
             self._terminate(pod)
 
@@ -516,6 +555,14 @@ class PodManager:
                 node.addresses.reserve(pod.pod_ip)
         pod.written = hash(orjson.dumps(pod_status(pod, now_time())))
         log.debug("adopted %s on %s (phase %s)", pod.key, node.name, pod.phase)
+        if self._runtime is not None:
+            # The processes of an earlier kubelet_sim died with it: those containers have exited.
+            for c in pod.all_containers:
+                if c.state is State.RUNNING:
+                    c.cancel_timers()
+                    self._clock.call_at(self._clock.now(), functools.partial(
+                        self._exited, pod, c, KILLED_EXIT_CODE, reason="Error",
+                        message="the process ended when kubelet_sim stopped"))
         self._advance(pod)
         return pod
 
@@ -606,14 +653,97 @@ class PodManager:
             if not pod.pod_ip:
                 pod.pod_ip = self._allocate_ip(pod)
         self._event(pod, NORMAL, "Created", f"Created container: {c.name}", c)
-        c.start(plan, self._clock.now(), time.time())
+        c.start(plan, self._clock.now(), time.time(), narrate=self._runtime is None)
+        if self._runtime is not None:
+            self._spawn(self._run_process(pod, c, self._runtime), f"start-{c.name}")
+            return
         self._event(pod, NORMAL, "Started", f"Started container {c.name}", c)
-        if not c.init or c.sidecar:
+        if not self._probe(pod, c, plan.ready_after) and (not c.init or c.sidecar):
             c.ready = plan.ready_after == 0
         self._arm_running(pod, c)
         self._changed(pod)
         if c.sidecar:
             self._advance(pod)
+
+    def _probe(self, pod: SimPod, c: SimContainer, ready_after: float = 0.0) -> bool:
+        """Start the container's probes, if it declares any (init containers are not probed, sidecars are)."""
+        if c.init and not c.sidecar:
+            return False
+        specs = [*pod.view.spec.containers, *(pod.view.spec.init_containers or ())]
+        spec = next((s for s in specs if s.name == c.name), None)
+        probes = container_probes(spec) if spec is not None else {}
+        if not probes:
+            return False
+        check: Check
+        if self._runtime is not None:
+            runtime = self._runtime
+
+            def check(probe: Probe, _elapsed: float) -> Awaitable[Result]:
+                return runtime.probe(pod, c, probe)
+        else:
+            check = simulated_check(pod.view.metadata.annotations or {}, c.name, pod.pod_ip, ready_after)
+        c.ready = False
+        c.startup_passed = False if "startup" in probes else None
+
+        def started() -> None:
+            if c.startup_passed is False:
+                c.startup_passed = True
+                self._changed(pod)
+
+        def ready(value: bool) -> None:
+            c.ready = value
+            if value and c.log is not None and self._runtime is None:
+                c.log.write(f"kubesim: container {c.name} is ready", time.time())
+            self._changed(pod)
+
+        def kill(why: str, grace: int | None) -> None:
+            self._event(pod, NORMAL, "Killing", f"Container {c.name} {why}", c)
+            c.killed_by_probe = True
+            if self._runtime is not None:
+                c.prober = None
+                self._runtime.stop(pod, c, grace if grace is not None else self._grace(pod))
+            else:
+                self._exited(pod, c, KILLED_EXIT_CODE)
+
+        def unhealthy(message: str) -> None:
+            self._event(pod, WARNING, "Unhealthy", message, c)
+
+        c.prober = ContainerProber(self._clock, c.started_mono, probes, check, started, ready, kill, unhealthy)
+        c.prober.start()
+        return True
+
+    async def _run_process(self, pod: SimPod, c: SimContainer, runtime: ContainerRuntime) -> None:
+        """Start the container's process; its exit (with this instance's id) ends the instance."""
+        instance = c.container_id
+
+        def on_exit(code: int) -> None:
+            if c.container_id == instance and c.state is State.RUNNING and pod.key in self._pods:
+                self._exited(pod, c, code)
+
+        try:
+            await runtime.start(pod, c, on_exit)
+        except StartError as err:
+            if c.container_id != instance or pod.key not in self._pods:
+                return
+            self._event(pod, WARNING, "Failed", f"Error: {err}", c)
+            self._exited(pod, c, START_ERROR_EXIT_CODE, reason="StartError", message=str(err))
+            return
+        if c.container_id != instance or c.state is not State.RUNNING:
+            return
+        self._event(pod, NORMAL, "Started", f"Started container {c.name}", c)
+        if not self._probe(pod, c) and (not c.init or c.sidecar):
+            c.ready = True
+        self._changed(pod)
+        if c.sidecar:
+            self._advance(pod)
+        if pod.terminating:
+            # Deleted while it was starting: stop it now.
+            runtime.stop(pod, c, self._grace(pod))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _arm_running(self, pod: SimPod, c: SimContainer) -> None:
         """Timers of a running instance: ready after ``ready_after``, exit after ``run`` (from its start)."""
@@ -621,7 +751,10 @@ class PodManager:
         if plan is None:
             return
         elapsed = self._clock.now() - c.started_mono
-        if not c.ready and (not c.init or c.sidecar):
+        if self._runtime is not None:
+            # A real process: it is ready when it runs (or its probes say), and it exits on its own.
+            return
+        if not c.ready and (not c.init or c.sidecar) and c.prober is None:
             self._after(c, plan.ready_after - elapsed, lambda: self._became_ready(pod, c))
         if plan.run is not None:
             self._after(c, plan.run - elapsed, lambda: self._exited(pod, c, plan.exit_code))
@@ -632,13 +765,14 @@ class PodManager:
             c.log.write(f"kubesim: container {c.name} is ready", time.time())
         self._changed(pod)
 
-    def _exited(self, pod: SimPod, c: SimContainer, exit_code: int) -> None:
+    def _exited(self, pod: SimPod, c: SimContainer, exit_code: int, *, reason: str = "",
+                message: str = "") -> None:
         c.cancel_timers()
-        c.exit(exit_code, time.time())
+        c.exit(exit_code, time.time(), narrate=self._runtime is None, reason=reason, message=message)
         if c.init and not c.sidecar and exit_code == 0:
             # The prober reports a completed init container as ready.
             c.ready = True
-        if pod.terminating:
+        if pod.terminating or pod.evicted is not None:
             self._changed(pod)
             if all(x.state is not State.RUNNING for x in pod.all_containers):
                 self._finish_termination(pod)
@@ -660,6 +794,9 @@ class PodManager:
     def _restarts(self, pod: SimPod, c: SimContainer, exit_code: int) -> bool:
         if c.sidecar:
             return True
+        if c.killed_by_probe:
+            # The kubelet restarts a container its probe killed unless the Pod never restarts.
+            return pod.restart_policy != "Never"
         if c.init:
             return exit_code != 0 and pod.restart_policy != "Never"
         return pod.restart_policy == "Always" or (pod.restart_policy == "OnFailure" and exit_code != 0)
@@ -677,6 +814,36 @@ class PodManager:
             self._release(pod)
         pod.phase = phase
 
+    # --- eviction ---------------------------------------------------------------------------------------
+
+    def evict(self, pod: SimPod, message: str) -> bool:
+        """The eviction manager's choice: kill the Pod's containers at once and fail it with ``message``.
+
+        The Pod stays, Failed with reason ``Evicted`` and a DisruptionTarget condition, as the
+        kubelet leaves it (its controller makes a new one). False if it is already finishing.
+        """
+        if pod.phase in TERMINAL_PHASES or pod.terminating or pod.evicted is not None or pod.rejection is not None:
+            return False
+        pod.evicted = message
+        log.info("evicting %s from %s: %s", pod.key, pod.node.name, message)
+        self._event(pod, WARNING, "Evicted", message)
+        running = False
+        for c in pod.all_containers:
+            c.cancel_timers()
+            c.starting = False
+            if c.state is not State.RUNNING:
+                continue
+            running = True
+            self._event(pod, NORMAL, "Killing", f"Stopping container {c.name}", c)
+            if self._runtime is not None:
+                # A hard eviction has no grace period.
+                self._runtime.stop(pod, c, 0)
+            else:
+                self._after(c, 0.0, functools.partial(self._exited, pod, c, KILLED_EXIT_CODE))
+        if not running:
+            self._finish_termination(pod)
+        return True
+
     # --- deletion ---------------------------------------------------------------------------------------
 
     def _terminate(self, pod: SimPod) -> None:
@@ -686,11 +853,7 @@ class PodManager:
             # Nothing runs any more: only the final delete is left.
             self.statuses.add(pod.key)
             return
-        meta = pod.view.metadata
-        grace = meta.deletion_grace_period_seconds
-        if grace is None:
-            grace = pod.view.spec.termination_grace_period_seconds
-        grace = 30 if grace is None else max(grace, 0)
+        grace = self._grace(pod)
         log.debug("killing the containers of %s (grace period %ss)", pod.key, grace)
         running = False
         for c in pod.all_containers:
@@ -700,6 +863,10 @@ class PodManager:
                 continue
             running = True
             self._event(pod, NORMAL, "Killing", f"Stopping container {c.name}", c)
+            if self._runtime is not None:
+                # The process gets SIGTERM, then SIGKILL after the grace period; its exit comes back.
+                self._runtime.stop(pod, c, grace)
+                continue
             if c.log is not None:
                 c.log.write(f"kubesim: container {c.name} received SIGTERM", time.time())
             shutdown = c.behaviour.shutdown if c.behaviour is not None else 0.0
@@ -710,6 +877,14 @@ class PodManager:
         if not running:
             self._finish_termination(pod)
 
+    @staticmethod
+    def _grace(pod: SimPod) -> int:
+        """The Pod's grace period: the deletion's, else the spec's, else 30 seconds."""
+        grace = pod.view.metadata.deletion_grace_period_seconds
+        if grace is None:
+            grace = pod.view.spec.termination_grace_period_seconds
+        return 30 if grace is None else max(grace, 0)
+
     def _finish_termination(self, pod: SimPod) -> None:
         """Every container has stopped: the kubelet's ``TerminatePod``, then the final write and delete."""
         for c in pod.all_containers:
@@ -719,7 +894,7 @@ class PodManager:
                 c.ready = False
                 c.terminated = Terminated(KILLED_EXIT_CODE, _UNKNOWN_REASON, "", "", message=_UNKNOWN_MESSAGE)
         phase = pod_phase(pod, terminal=True)
-        pod.phase = phase if phase in TERMINAL_PHASES else FAILED
+        pod.phase = phase if phase in TERMINAL_PHASES and pod.evicted is None else FAILED
         pod.sandbox_ready = False
         self._release(pod)
         self._changed(pod)
@@ -730,6 +905,7 @@ class PodManager:
         node = pod.node
         node.used = add_resources(node.used, pod.requests)
         node.pod_count += 1
+        node.pods.add(pod.key)
         node.host_ports.update(pod.host_ports)
         pod.holds_resources = True
 
@@ -739,13 +915,15 @@ class PodManager:
         node = pod.node
         node.used = subtract_resources(node.used, pod.requests)
         node.pod_count -= 1
+        node.pods.discard(pod.key)
         node.host_ports.difference_update(pod.host_ports)
         if pod.pod_ip and node.addresses is not None:
             node.addresses.release(pod.pod_ip)
         pod.holds_resources = False
 
     def _allocate_ip(self, pod: SimPod) -> str:
-        if pod.view.spec.host_network:
+        # Processes listen on this host's addresses: such Pods share the node's network, as hostNetwork ones do.
+        if pod.view.spec.host_network or self._runtime is not None:
             return pod.node.ip
         addresses = pod.node.addresses
         address = addresses.allocate() if addresses is not None else None
@@ -755,11 +933,13 @@ class PodManager:
         return address
 
     def _forget(self, pod: SimPod) -> None:
-        """The Pod is gone from the API: drop it and everything it held."""
+        """The Pod is gone from the API: drop it and everything it held (its processes included)."""
         for c in pod.all_containers:
             c.cancel_timers()
             if c.log is not None:
                 c.log.close()
+        if self._runtime is not None:
+            self._runtime.forget(pod)
         self._release(pod)
         del self._pods[pod.key]
         log.debug("forgot %s", pod.key)
@@ -790,15 +970,19 @@ class PodManager:
         digest = hash(orjson.dumps(status))
         try:
             if digest != pod.written:
-                written = await self._client.patch(
+                client = pod.node.client or self._client
+                written = await client.patch(
                     POD_VIEWS, pod.name, {"metadata": {"uid": pod.uid}, "status": status},
                     namespace=pod.namespace, subresource="status", field_manager=FIELD_MANAGER)
                 pod.written = digest
+                pod.written_rv = int(written.metadata.resource_version or 0)
+                pod.written_ready = next((c["status"] for c in status.get("conditions") or ()
+                                          if c["type"] == "Ready"), None)
                 log.info("status of %s persisted: %s (rv %s)", key, status["phase"],
                          written.metadata.resource_version, extra={"step": 13})
             if pod.terminating and pod.phase in TERMINAL_PHASES and not pod.deleted:
-                await self._client.delete(POD_VIEWS, pod.name, namespace=pod.namespace, uid=pod.uid,
-                                          grace_period_seconds=0)
+                await (pod.node.client or self._client).delete(POD_VIEWS, pod.name, namespace=pod.namespace,
+                                                               uid=pod.uid, grace_period_seconds=0)
                 pod.deleted = True
         except (NotFound, Conflict):
             # Gone, or replaced by another Pod of the same name: the watch will say so.
@@ -825,6 +1009,18 @@ class PodManager:
                                 uid=meta.uid, resource_version=meta.resource_version or None,
                                 field_path=field_path)
         pod.node.event(ref, type, reason, message)
+
+
+def _ready_overwritten(view: PodView, pod: SimPod) -> bool:
+    """Whether ``view``, newer than the kubelet's last status write, holds another Ready status than it wrote."""
+    try:
+        rv = int(view.metadata.resource_version or 0)
+    except ValueError:
+        return False
+    if rv <= pod.written_rv:
+        return False
+    ready = next((c.status for c in view.status.conditions or () if c.type == "Ready"), None)
+    return ready != pod.written_ready
 
 
 def _terminated(state: Mapping[str, Any]) -> Terminated:

@@ -26,6 +26,18 @@ Users describe a simulated cluster in YAML instead of code (the packaged
       nodeLeaseRenewInterval: 10s
       nodeStatusUpdateFrequency: 10s
       nodeStatusReportFrequency: 5m
+      evictionMonitoringPeriod: 10s          # how often memory pressure is checked
+      evictionPressureTransitionPeriod: 5m   # how long MemoryPressure stays after the last breach
+    usage:                         # simulated usage of a container whose Pod does not script it
+      cpuRequestsFraction: 0.5     # (kubesim.io/cpu-usage, kubesim.io/memory-usage; see kubelet_sim/usage.py)
+      memoryRequestsFraction: 0.6
+      cpuFloor: 5m
+      memoryFloor: 16Mi
+      noise: 0.1                   # +-10%, per container and 10-second window
+      systemCPU: 100m              # what each node uses besides its Pods
+      systemMemory: 512Mi
+    evictionHard:
+      memory.available: 100Mi      # MemoryPressure and evictions below this (capacity - working set)
 
 Every node also gets the labels a kubelet always sets (``kubernetes.io/hostname``,
 ``kubernetes.io/os``, ``kubernetes.io/arch`` and their ``beta.`` forms).
@@ -39,13 +51,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
+from kubelet_sim.usage import UsageProfile
 from machinery.api.duration import parse_duration
 from machinery.api.names import is_dns1123_subdomain, is_qualified_name, is_valid_label_value
 from machinery.api.quantity import milli_value
@@ -81,6 +94,10 @@ class Timings:
     node_lease_renew_interval: float = 10.0
     node_status_update_frequency: float = 10.0
     node_status_report_frequency: float = 300.0
+    #: How often the eviction manager looks at memory (the kubelet's housekeeping interval).
+    eviction_monitoring_period: float = 10.0
+    #: How long memory must stay above the threshold before MemoryPressure clears.
+    eviction_pressure_transition_period: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,21 +137,33 @@ class NodeProfile:
     cluster_cidr: ipaddress.IPv4Network | ipaddress.IPv6Network
     node_cidr_mask_size: int
     timings: Timings
+    usage: UsageProfile = field(default_factory=UsageProfile)
+    #: ``evictionHard``'s ``memory.available``, in bytes.
+    eviction_memory_available: int = 100 * 1024 * 1024
 
     @property
     def node_count(self) -> int:
         return sum(g.count for g in self.groups)
 
-    def plan(self, nodes: int | None = None) -> list[PlannedNode]:
+    def plan(self, nodes: int | None = None, *, offset: int = 0) -> list[PlannedNode]:
         """The nodes to register: the profile's counts, or ``nodes`` shared out in proportion.
 
-        Raises :class:`ProfileError` when the cluster CIDR has too few subnets
-        or two groups' patterns give the same name.
+        ``offset`` makes this one shard of a cluster that several kubelet_sim processes host
+        (``--node-offset``): its nodes are numbered after the ``offset`` nodes the shards before it
+        host, names, zones and Pod CIDRs included, so consecutive shards of one profile never
+        collide. Only a profile of one node group can be sharded so (give each shard a profile of
+        its own otherwise).
+
+        Raises :class:`ProfileError` when the cluster CIDR has too few subnets, two groups'
+        patterns give the same name, or an offset is given for several groups.
         """
+        if offset and len(self.groups) != 1:
+            raise ProfileError("--node-offset needs a node profile with one node group; for several "
+                               "groups, give each shard its own profile with distinct namePatterns")
         counts = [g.count for g in self.groups]
         if nodes is not None:
             counts = _share(nodes, counts)
-        total = sum(counts)
+        total = offset + sum(counts)
         room = 2 ** (self.node_cidr_mask_size - self.cluster_cidr.prefixlen)
         if total > room:
             raise ProfileError(f"clusterCIDR {self.cluster_cidr} holds {room} subnets of "
@@ -145,13 +174,13 @@ class NodeProfile:
         planned: list[PlannedNode] = []
         seen: set[str] = set()
         for group, count in zip(self.groups, counts, strict=True):
-            for index in range(1, count + 1):
+            for index in range(offset + 1, offset + count + 1):
                 name = group.node_name(index)
                 if name in seen:
                     raise ProfileError(f'node group "{group.name}" names a node "{name}" that another group '
                                        "also names: give the groups different namePatterns")
                 seen.add(name)
-                address = ipaddress.ip_address(base + len(planned) * step)
+                address = ipaddress.ip_address(base + (offset + len(planned)) * step)
                 planned.append(PlannedNode(name, group, _node_labels(group, name, index),
                                            f"{address}/{self.node_cidr_mask_size}"))
         return planned
@@ -236,10 +265,60 @@ def parse_profile(doc: Any, source: str = "profile") -> NodeProfile:
             errors.append(f'nodeGroups[{i}].allocatable.pods: Invalid value: "{pods}": more Pods than the '
                           f"{addresses} addresses of a /{mask} podCIDR (nodeCIDRMaskSize)")
     timings = _timings(top.mapping("timings"), errors)
+    usage = _usage(top.mapping("usage"), errors)
+    eviction = _Fields(top.mapping("evictionHard"), "evictionHard", errors)
+    threshold_text = eviction.string("memory.available", "100Mi")
+    eviction.reject_unknown()
+    try:
+        threshold = -(-milli_value(threshold_text) // 1000)
+    except ValueError as err:
+        errors.append(f'evictionHard.memory.available: Invalid value: "{threshold_text}": {err}')
+        threshold = 100 * 1024 * 1024
     top.reject_unknown()
     if errors:
         raise ProfileError(f"node profile {source} is invalid:\n  " + "\n  ".join(errors))
-    return NodeProfile(groups, cluster_cidr, mask, timings)
+    return NodeProfile(groups, cluster_cidr, mask, timings, usage, threshold)
+
+
+def _usage(doc: Any, errors: list[str]) -> UsageProfile:
+    fields = _Fields(doc, "usage", errors)
+    default = UsageProfile()
+
+    def fraction(key: str, value: float) -> float:
+        raw = fields.string(key, str(value))
+        try:
+            number = float(raw)
+            if not 0 <= number < 1e6:
+                raise ValueError
+        except ValueError:
+            errors.append(f'usage.{key}: Invalid value: "{raw}": must be a non-negative number')
+            return value
+        return number
+
+    def quantity(key: str, value: float, scale: float) -> float:
+        raw = fields.string(key, "")
+        if not raw:
+            return value
+        try:
+            amount = milli_value(raw)
+            if amount < 0:
+                raise ValueError("must not be negative")
+        except ValueError as err:
+            errors.append(f'usage.{key}: Invalid value: "{raw}": {err}')
+            return value
+        return amount / scale
+
+    usage = UsageProfile(
+        cpu_requests_fraction=fraction("cpuRequestsFraction", default.cpu_requests_fraction),
+        memory_requests_fraction=fraction("memoryRequestsFraction", default.memory_requests_fraction),
+        cpu_floor=quantity("cpuFloor", default.cpu_floor, 1.0),
+        memory_floor=quantity("memoryFloor", default.memory_floor, 1000.0),
+        noise=min(fraction("noise", default.noise), 1.0),
+        system_cpu=quantity("systemCPU", default.system_cpu, 1.0),
+        system_memory=quantity("systemMemory", default.system_memory, 1000.0),
+    )
+    fields.reject_unknown()
+    return usage
 
 
 def _group(doc: Any, path: str, errors: list[str]) -> NodeGroup:
@@ -297,12 +376,16 @@ def _timings(doc: Any, errors: list[str]) -> Timings:
                                                      default.node_status_update_frequency),
         node_status_report_frequency=fields.duration("nodeStatusReportFrequency",
                                                      default.node_status_report_frequency),
+        eviction_monitoring_period=fields.duration("evictionMonitoringPeriod", default.eviction_monitoring_period),
+        eviction_pressure_transition_period=fields.duration("evictionPressureTransitionPeriod",
+                                                            default.eviction_pressure_transition_period),
     )
     fields.reject_unknown()
     if timings.node_lease_duration_seconds <= 0:
         errors.append("timings.nodeLeaseDurationSeconds: Invalid value: "
                       f"{timings.node_lease_duration_seconds}: must be greater than 0")
     for key, seconds in (("nodeLeaseRenewInterval", timings.node_lease_renew_interval),
+                         ("evictionMonitoringPeriod", timings.eviction_monitoring_period),
                          ("nodeStatusUpdateFrequency", timings.node_status_update_frequency),
                          ("nodeStatusReportFrequency", timings.node_status_report_frequency)):
         if seconds <= 0:

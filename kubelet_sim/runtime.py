@@ -42,6 +42,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubelet_sim.rootfs import RootFS
 from machinery.api.meta import format_time, utcnow
 
 ANNOTATION_STARTUP: Final = "kubesim.io/startup-seconds"
@@ -278,6 +279,8 @@ class SimContainer:
     started_at: str = ""
     #: Loop time of the start, for the run and ready timers.
     started_mono: float = 0.0
+    #: Wall-clock time of the start, to the microsecond (``startedAt`` has whole seconds only).
+    started_wall: float = 0.0
     terminated: Terminated | None = None
     last_terminated: Terminated | None = None
     restart_count: int = 0
@@ -291,11 +294,25 @@ class SimContainer:
     previous_log: ContainerLog | None = None
     behaviour: Behaviour | None = None
     timers: list[Any] = field(default_factory=list)
+    #: The simulated filesystem of this instance (created at the first exec, dropped at a restart).
+    rootfs: RootFS | None = None
+    #: This instance's probes (a ``kubelet_sim.prober.ContainerProber``), if it declares any.
+    prober: Any = None
+    #: False until a startup probe passes; None without a startup probe.
+    startup_passed: bool | None = None
+    #: The instance was killed because a liveness or startup probe gave up (it restarts unless Never).
+    killed_by_probe: bool = False
+    #: This instance's simulated usage (a ``kubelet_sim.usage.ContainerUsage``), made when first sampled.
+    usage: Any = None
 
     # --- transitions (times are passed in so that callers and tests control them) ----------------------
 
-    def start(self, behaviour: Behaviour, now_mono: float, when: float) -> None:
-        """The runtime created and started a new instance."""
+    def start(self, behaviour: Behaviour, now_mono: float, when: float, *, narrate: bool = True) -> None:
+        """The runtime created and started a new instance.
+
+        ``narrate`` writes kubesim's start line (and the behaviour's lines) into the log; a real
+        process (the process runtime) writes its own log instead.
+        """
         if self.created:
             self.restart_count += 1
         if self.state is State.TERMINATED:
@@ -307,26 +324,37 @@ class SimContainer:
         self.waiting_reason = self.waiting_message = ""
         self.started_at = format_time(utcnow())
         self.started_mono = now_mono
+        self.started_wall = when
         self.container_id = new_container_id()
         self.created = True
+        self.rootfs = None
+        self.startup_passed = None
+        self.killed_by_probe = False
+        self.usage = None
         self.ready = False
         if self.log is not None:
             self.log.close()
         self.previous_log = self.log
         self.log = ContainerLog()
-        self.log.write(f"kubesim: container {self.name} started (image {self.image}, "
-                       f"restart {self.restart_count})", when)
-        for line in behaviour.log:
-            self.log.write(line, when)
+        if narrate:
+            self.log.write(f"kubesim: container {self.name} started (image {self.image}, "
+                           f"restart {self.restart_count})", when)
+            for line in behaviour.log:
+                self.log.write(line, when)
 
-    def exit(self, exit_code: int, when: float) -> None:
-        """The instance exited (or was killed) with ``exit_code``: ``Completed`` if 0, else ``Error``."""
+    def exit(self, exit_code: int, when: float, *, narrate: bool = True, reason: str = "",
+             message: str = "") -> None:
+        """The instance exited (or was killed) with ``exit_code``: ``Completed`` if 0, else ``Error``.
+
+        ``reason`` and ``message`` replace those (``StartError`` when a process could not start).
+        """
         self.state = State.TERMINATED
         self.ready = False
-        self.terminated = Terminated(exit_code, "Completed" if exit_code == 0 else "Error", self.started_at,
-                                     format_time(utcnow()), self.container_id)
+        self.terminated = Terminated(exit_code, reason or ("Completed" if exit_code == 0 else "Error"),
+                                     self.started_at, format_time(utcnow()), self.container_id, message)
         if self.log is not None:
-            self.log.write(f"kubesim: container {self.name} exited with code {exit_code}", when)
+            if narrate:
+                self.log.write(f"kubesim: container {self.name} exited with code {exit_code}", when)
             self.log.close()
 
     def wait(self, reason: str, message: str = "") -> None:
@@ -359,6 +387,9 @@ class SimContainer:
         for timer in self.timers:
             timer.cancel()
         self.timers.clear()
+        if self.prober is not None:
+            self.prober.stop()
+            self.prober = None
 
     # --- the API's view ----------------------------------------------------------------------------------
 
@@ -382,8 +413,8 @@ class SimContainer:
             "restartCount": self.restart_count,
             "image": normalize_image(self.image) if self.created else self.image,
             "imageID": image_id(self.image) if self.created else "",
-            # No startup probes here: a container counts as started while it runs.
-            "started": self.state is State.RUNNING,
+            # Started while it runs, once its startup probe (if any) has passed.
+            "started": self.state is State.RUNNING and self.startup_passed is not False,
         }
         if self.container_id:
             status["containerID"] = self.container_id

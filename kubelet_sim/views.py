@@ -10,6 +10,9 @@ which also makes decoding about three times faster.
 :data:`POD_VIEWS`, :data:`NODE_VIEWS` and :data:`LEASE_VIEWS` are the resource
 table's ``PODS``, ``NODES`` and ``LEASES`` with these models: the client and the
 informers take them wherever they take a resource, so the URLs stay the table's.
+:data:`WIRE_PODS`, :data:`CONFIG_MAPS` and :data:`SECRETS` read single objects
+whole (exec and the process runtime need a container's full spec and its
+volumes' data).
 
 Values only; the informers' task builds them and nobody mutates them.
 """
@@ -22,6 +25,7 @@ from typing import Any, Final, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from machinery.api import kinds
 from machinery.api.kinds import LEASES, NODES, PODS, ResourceInfo
 
 
@@ -43,6 +47,8 @@ class MetaView(_View):
 
 
 class PortView(_View):
+    container_port: int = 0
+    name: str | None = None
     host_port: int | None = None
     host_ip: str | None = Field(default=None, alias="hostIP")
     protocol: str | None = None
@@ -57,6 +63,15 @@ class ContainerView(_View):
     resources: dict[str, Any] | None = None
     #: ``Always`` makes an init container a sidecar.
     restart_policy: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    stdin: bool | None = None
+    stdin_once: bool | None = None
+    tty: bool | None = None
+    #: Probes in wire form (``kubelet_sim.prober`` reads them).
+    startup_probe: dict[str, Any] | None = None
+    readiness_probe: dict[str, Any] | None = None
+    liveness_probe: dict[str, Any] | None = None
 
 
 class PodOSView(_View):
@@ -76,6 +91,7 @@ class PodSpecView(_View):
     affinity: dict[str, Any] | None = None
     tolerations: list[dict[str, Any]] | None = None
     overhead: dict[str, Any] | None = None
+    priority: int | None = None
 
 
 class ConditionView(_View):
@@ -133,10 +149,24 @@ M = TypeVar("M", bound=BaseModel)
 
 def _decoded_as(resource: ResourceInfo[Any], model: type[M]) -> ResourceInfo[M]:
     """The same resource (same URLs), with its objects decoded into ``model``."""
-    return cast("ResourceInfo[M]", dataclasses.replace(resource, model=model))
+    return cast("ResourceInfo[M]", dataclasses.replace(resource, model_ref=model))
+
+
+class WireObject(BaseModel):
+    """Any object, kept whole as wire JSON (for the few reads that need all of it: exec, volumes)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def wire(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 POD_VIEWS: Final = _decoded_as(PODS, PodView)
+#: Whole Pods, read one at a time when a container needs its full spec (env, volumes, mounts).
+WIRE_PODS: Final = _decoded_as(PODS, WireObject)
+#: ConfigMaps and Secrets, read whole for volumes and variables.
+CONFIG_MAPS: Final = _decoded_as(kinds.CONFIG_MAPS, WireObject)
+SECRETS: Final = _decoded_as(kinds.SECRETS, WireObject)
 NODE_VIEWS: Final = _decoded_as(NODES, NodeView)
 #: Only the version of what a renewal wrote matters to the node that renews it.
 LEASE_VIEWS: Final = _decoded_as(LEASES, LeaseView)
