@@ -34,10 +34,12 @@ from kubesim.bench.measure import (
     Pool,
     Progress,
     ReadyNodes,
+    add_cpu_per_pod,
     add_pod_rate,
     add_process_figures,
     check_alive,
     count_writes,
+    cpu_mark,
     etcd_revision,
     events_dropped,
     every_second,
@@ -90,7 +92,7 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
         node_watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
                                          name="bench-nodes")
         try:
-            metrics.append(start_kubelets(c, sizes.nodes))
+            metrics.extend(start_kubelets(c, sizes.nodes))
             await nodes.until(lambda: len(nodes.ready) >= sizes.nodes, timeout=_TIMEOUT, alive=alive)
         finally:
             node_watch.cancel()
@@ -104,6 +106,7 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
             progress(f"churn: {sizes.rate:g} Pods/s created and deleted for {sizes.seconds:g}s on "
                      f"{sizes.nodes} nodes")
             first = etcd_revision(c.etcd_url)
+            cpu_start = cpu_mark(c)
             dropped = events_dropped(metrics)
             async with every_second(progress, lambda: f"churn: {pods.counts()}"):
                 async with asyncio.timeout(_TIMEOUT):
@@ -111,6 +114,7 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
             await asyncio.sleep(_SETTLE)
             writes = await count_writes(c.etcd_url, first, etcd_revision(c.etcd_url), NAMESPACE)
             dropped = events_dropped(metrics) - dropped
+            add_cpu_per_pod(result, cpu_start, cpu_mark(c), len(load.sent))
         finally:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
@@ -118,6 +122,12 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
         pool.close()
 
     startup = [pods.running[name] - sent for name, sent in load.sent.items() if name in pods.running]
+    result.samples["startup latency (create sent to Running)"] = startup
+    if load.sent:
+        start = min(load.sent.values())
+        result.add_series("created", dict(load.sent), start)
+        result.add_series("Running", pods.running, start)
+        result.add_series("deleted", pods.deleted, start)
     mutating = load.creates + load.deletes
     result.add("Pods created", len(load.sent), "", f"{sizes.rate:g}/s for {sizes.seconds:g}s")
     result.add("startup latency p50", percentile(startup, 50), "s", "create to Running")

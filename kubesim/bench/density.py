@@ -5,7 +5,9 @@ one kubelet_sim), three phases, each timed and watched:
 
 1. **nodes**: kubelet_sim starts with ``nodes`` nodes; the phase ends when a
    watch has seen every one Ready;
-2. **Pods**: ``controllers`` ReplicationControllers of ``replicas`` each are
+2. **Pods**: ``controllers`` ReplicationControllers (or Deployments, with
+   ``workload="Deployment"``: the Deployment controller makes a ReplicaSet
+   each, the ReplicaSet controller its Pods) of ``replicas`` each are
    created at once; the controller-manager creates the Pods, the scheduler
    binds them, the kubelets run them (containers start at once, as KWOK's
    do). The phase ends when the watch has seen every Pod Running. Startup
@@ -38,10 +40,12 @@ from kubesim.bench.measure import (
     Progress,
     ReadyNodes,
     Writes,
+    add_cpu_per_pod,
     add_pod_rate,
     add_process_figures,
     check_alive,
     count_writes,
+    cpu_mark,
     etcd_revision,
     events_dropped,
     every_second,
@@ -64,6 +68,18 @@ class Sizes:
     nodes: int = 5000
     controllers: int = 10
     replicas: int = 1000
+    #: ``ReplicationController`` or ``Deployment``.
+    workload: str = "ReplicationController"
+
+    @property
+    def collection(self) -> str:
+        if self.workload == "Deployment":
+            return f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+        return f"/api/v1/namespaces/{NAMESPACE}/replicationcontrollers"
+
+    @property
+    def short(self) -> str:
+        return "Deployments" if self.workload == "Deployment" else "RCs"
 
     @property
     def pods(self) -> int:
@@ -71,43 +87,47 @@ class Sizes:
 
 
 def run(c: BenchCluster, sizes: Sizes = Sizes(), *, ceiling: float | None,
-        progress: Progress) -> ScenarioResult:
-    """Start the components in ``c`` and run the three phases; ``ceiling`` is etcd's guarded txn/s."""
+        progress: Progress, kubelet_shards: int = 1, title: str | None = None) -> ScenarioResult:
+    """Start the components in ``c`` and run the three phases; ``ceiling`` is etcd's guarded txn/s.
+
+    ``kubelet_shards`` kubelet_sim processes host the nodes between them.
+    """
     if sizes.nodes < 1 or sizes.pods < 1:
         raise ValueError("cluster density needs at least one node and one Pod")
     metrics = [start_component(c, "controller-manager", "controller_manager"),
                start_component(c, "scheduler", "scheduler")]
-    result = ScenarioResult("cluster density")
-    asyncio.run(_phases(c, metrics, sizes, result, ceiling, progress))
+    if title is None:
+        title = "cluster density" if sizes.workload == "ReplicationController" else "cluster density (Deployments)"
+    result = ScenarioResult(title)
+    asyncio.run(_phases(c, metrics, sizes, result, ceiling, progress, kubelet_shards))
     add_process_figures(result, c, goals=RSS_GOALS)
     return result
 
 
 async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: ScenarioResult,
-                  ceiling: float | None, progress: Progress) -> None:
+                  ceiling: float | None, progress: Progress, kubelet_shards: int) -> None:
     alive = functools.partial(check_alive, c)
     pool = Pool(c.url)
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"cluster density: {sizes.nodes} nodes")
-        seconds, kubelet_metrics = await _nodes_ready(c, pool, sizes.nodes, progress)
+        seconds, kubelet_metrics = await _nodes_ready(c, pool, sizes.nodes, progress, kubelet_shards)
         result.add("nodes Ready", seconds, "s", _PHASE_GOAL)
-        metrics.append(kubelet_metrics)
+        metrics.extend(kubelet_metrics)
 
         pods = PodTimes()
         rv = await list_revision(pool, f"/api/v1/namespaces/{NAMESPACE}/pods")
         watch = asyncio.create_task(pods.follow(c.url, NAMESPACE, rv), name="bench-pods")
         try:
-            progress(f"cluster density: {sizes.controllers} ReplicationControllers of {sizes.replicas} "
-                     "replicas")
+            progress(f"cluster density: {sizes.controllers} {sizes.workload}s of {sizes.replicas} replicas")
             first = etcd_revision(c.etcd_url)
+            cpu_start = cpu_mark(c)
             # The nodes' own Events (registration, Ready) may have filled the recorders already.
             dropped_before = events_dropped(metrics)
             result.add("nodes' Events dropped", dropped_before, "", _DROPPED)
             started = time.perf_counter()
             for i in range(sizes.controllers):
-                await pool.call("POST", f"/api/v1/namespaces/{NAMESPACE}/replicationcontrollers",
-                                _controller(i, sizes.replicas))
+                await pool.call("POST", sizes.collection, _controller(i, sizes.replicas, sizes.workload))
             async with every_second(progress, lambda: f"density: {pods.counts()}"):
                 await pods.until(lambda: len(pods.running) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
             running = time.perf_counter() - started
@@ -116,17 +136,19 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
             started_writes = await count_writes(c.etcd_url, first, middle, NAMESPACE)
             dropped_starting = events_dropped(metrics) - dropped_before
 
-            progress("cluster density: deleting the ReplicationControllers")
+            progress(f"cluster density: deleting the {sizes.workload}s")
             started = time.perf_counter()
             for i in range(sizes.controllers):
-                await pool.call("DELETE", f"/api/v1/namespaces/{NAMESPACE}/replicationcontrollers/density-{i}"
-                                          "?propagationPolicy=Background")
+                await pool.call("DELETE", f"{sizes.collection}/density-{i}?propagationPolicy=Background")
             async with every_second(progress, lambda: f"density: {pods.counts()}"):
                 await pods.until(lambda: len(pods.deleted) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
             deleting = time.perf_counter() - started
+            result.add("bench's Pod watch relists (410s)", pods.relists, "",
+                       "times after a relist are the list's" if pods.relists else "")
             await asyncio.sleep(_SETTLE)
             deleted_writes = await count_writes(c.etcd_url, middle, etcd_revision(c.etcd_url), NAMESPACE)
             dropped_deleting = events_dropped(metrics) - dropped_starting - dropped_before
+            add_cpu_per_pod(result, cpu_start, cpu_mark(c), sizes.pods)
         finally:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
@@ -136,14 +158,15 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
              deleting=(deleting, deleted_writes, dropped_deleting))
 
 
-async def _nodes_ready(c: BenchCluster, pool: Pool, count: int, progress: Progress) -> tuple[float, str]:
-    """Seconds from kubelet_sim's start until a watch has seen ``count`` nodes Ready, and its /metrics URL."""
+async def _nodes_ready(c: BenchCluster, pool: Pool, count: int, progress: Progress,
+                       shards: int) -> tuple[float, list[str]]:
+    """Seconds from kubelet_sim's start until a watch has seen ``count`` nodes Ready, and its /metrics URLs."""
     nodes = ReadyNodes()
     watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
                                 name="bench-nodes")
     try:
         started = time.perf_counter()
-        kubelet_metrics = start_kubelets(c, count)
+        kubelet_metrics = start_kubelets(c, count, shards=shards)
         async with every_second(progress, lambda: f"density: nodes Ready {len(nodes.ready)}/{count}"):
             await nodes.until(lambda: len(nodes.ready) >= count, timeout=_PHASE_TIMEOUT,
                               alive=functools.partial(check_alive, c))
@@ -153,14 +176,16 @@ async def _nodes_ready(c: BenchCluster, pool: Pool, count: int, progress: Progre
         await asyncio.gather(watch, return_exceptions=True)
 
 
-def _controller(i: int, replicas: int) -> dict[str, Any]:
+def _controller(i: int, replicas: int, workload: str = "ReplicationController") -> dict[str, Any]:
     labels = {"app": f"density-{i}"}
-    return {
-        "apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": f"density-{i}"},
-        "spec": {"replicas": replicas, "selector": labels, "template": {
-            "metadata": {"labels": labels},
-            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}
+    template = {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
+    if workload == "Deployment":
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"density-{i}"},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": template}}
+    return {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": f"density-{i}"},
+            "spec": {"replicas": replicas, "selector": labels, "template": template}}
 
 
 #: A phase's seconds, its writes and the Events the recorders dropped during it.
@@ -170,11 +195,18 @@ _Phase = tuple[float, Writes, int]
 def _figures(result: ScenarioResult, sizes: Sizes, pods: PodTimes, ceiling: float | None, *, running: _Phase,
              deleting: _Phase) -> None:
     seconds, writes, dropped = running
-    result.add("Pods Running", seconds, "s", f"{sizes.pods} Pods from {sizes.controllers} RCs; {_PHASE_GOAL}")
+    result.add("Pods Running", seconds, "s", f"{sizes.pods} Pods from {sizes.controllers} {sizes.short}; "
+                                             f"{_PHASE_GOAL}")
     add_pod_rate(result, "start", sizes.pods / seconds, writes, sizes.pods, ceiling,
                  "goal >= 50% of the ceiling")
     result.add("start Events dropped", dropped, "", _DROPPED)
     startup = [pods.running[name] - seen for name, seen in pods.seen.items() if name in pods.running]
+    result.samples["startup latency (creation to Running)"] = startup
+    if pods.seen:
+        start = min(pods.seen.values())
+        for name, times in (("created", pods.seen), ("bound", pods.bound), ("Running", pods.running),
+                            ("deleted", pods.deleted)):
+            result.add_series(name, times, start)
     slo = "creation to Running; Kubernetes SLO p99 <= 5 s"
     result.add("startup latency p50", percentile(startup, 50), "s", slo)
     result.add("startup latency p99", percentile(startup, 99), "s", slo)
@@ -183,6 +215,7 @@ def _figures(result: ScenarioResult, sizes: Sizes, pods: PodTimes, ceiling: floa
     result.add("background writes while starting", per_second, "/s",
                "node Leases and status, node Events: not counted per Pod")
     seconds, writes, dropped = deleting
-    result.add("all Pods deleted", seconds, "s", f"RCs deleted, Pods by the garbage collector; {_PHASE_GOAL}")
+    result.add("all Pods deleted", seconds, "s", f"{sizes.short} deleted, Pods by the garbage collector; "
+                                                 f"{_PHASE_GOAL}")
     add_pod_rate(result, "delete", sizes.pods / seconds, writes, sizes.pods, ceiling)
     result.add("delete Events dropped", dropped, "", _DROPPED)

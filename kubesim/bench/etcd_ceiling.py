@@ -16,6 +16,7 @@ import aetcd
 from aetcd import rpc
 
 from kubesim.bench.results import ScenarioResult
+from kubesim.bench.sizes import Size, pick
 
 
 async def _txns(port: int, count: int, concurrency: int, *, cas: bool) -> float:
@@ -51,8 +52,8 @@ async def _txns(port: int, count: int, concurrency: int, *, cas: bool) -> float:
     return count / elapsed
 
 
-async def run(etcd_port: int, *, quick: bool) -> ScenarioResult:
-    count = 3_000 if quick else 30_000
+async def run(etcd_port: int, *, size: Size) -> ScenarioResult:
+    count = pick(size, full=30_000, quick=3_000, smoke=300)
     result = ScenarioResult("etcd ceiling")
     started = time.perf_counter()
     create = await _txns(etcd_port, count, 256, cas=False)

@@ -16,7 +16,9 @@
   transactions per second / writes per Pod) and the share of it reached.
 - **Pods and nodes through a watch.** :class:`PodTimes` and :class:`ReadyNodes`
   follow a raw watch stream and note when each Pod was first seen, bound,
-  Running and deleted, and which nodes are Ready.
+  Running and deleted, and which nodes are Ready; a watch the APIServer ends
+  with 410 (the bench fell too far behind) is replaced by a list and a new
+  watch, as an informer does (what changed meanwhile gets the list's time).
 - **the cluster's processes**: :func:`start_component`, :func:`start_kubelets`
   (with KWOK's timing: containers start at once), :func:`add_process_figures`
   (each process's peak RSS and CPU seconds), :func:`events_dropped` (Events
@@ -50,7 +52,7 @@ from aetcd import rpc
 from kubelet_sim.profile import DEFAULT_PROFILE
 from kubesim import procs
 from kubesim.bench.cluster import BenchCluster
-from kubesim.bench.rawhttp import Connection, open_watch, watch_lines
+from kubesim.bench.rawhttp import Connection, Endpoint, open_watch, watch_lines
 from kubesim.bench.results import ScenarioResult
 from machinery.api.kinds import RESOURCES
 
@@ -223,6 +225,10 @@ async def list_revision(pool: Pool, path: str) -> str:
     return str(orjson.loads(body)["metadata"]["resourceVersion"])
 
 
+class WatchExpired(RuntimeError):
+    """The APIServer ended a watch with 410 Gone: a list, then a new watch, go on from where it is now."""
+
+
 async def _watch(url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
     """(arrival time, event) of a watch from ``rv``; an ERROR event, or the stream's end, raises."""
     # An hour, where the APIServer would pick 30 to 60 minutes: the longest phase must not see it end.
@@ -230,6 +236,8 @@ async def _watch(url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dic
     async for now, line in watch_lines(conn):
         event = orjson.loads(line)
         if event["type"] == "ERROR":
+            if event["object"].get("code") == 410:
+                raise WatchExpired(f"watch of {path} expired: {event['object'].get('message')}")
             raise RuntimeError(f"watch of {path} ended: {event['object'].get('message')}")
         yield now, event
     raise RuntimeError(f"the APIServer ended the watch of {path}")
@@ -241,12 +249,48 @@ class _Followed:
     def __init__(self) -> None:
         #: Set after every event.
         self.changed = asyncio.Event()
+        #: Why the watch ended, if it did: nothing more can be seen, so :meth:`until` stops waiting.
+        self.ended: Exception | None = None
+        #: How many times the watch fell too far behind and was replaced by a list (times then are the list's).
+        self.relists = 0
+
+    async def _events(self, url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+        """Events of ``path`` from ``rv``, as an informer sees them: when the APIServer ends the watch with a
+        410 (a watcher too far behind), a list reconciles (:meth:`_relisted`) and the watch goes on from it.
+        Any other end is final: :attr:`ended` says why."""
+        try:
+            while True:
+                try:
+                    async for item in _watch(url, path, rv):
+                        yield item
+                except WatchExpired:
+                    self.relists += 1
+                    pool = Pool(url)
+                    try:
+                        body, _ = await pool.call("GET", path)
+                    finally:
+                        pool.close()
+                    listed = orjson.loads(body)
+                    self._relisted(listed.get("items") or [], time.perf_counter())
+                    self.changed.set()
+                    rv = str(listed["metadata"]["resourceVersion"])
+        except Exception as err:
+            self.ended = err
+            self.changed.set()
+            raise
+
+    def _relisted(self, items: list[dict[str, Any]], now: float) -> None:
+        """What a relist says, at ``now``: the objects as they are (the ones missing are gone)."""
+        raise NotImplementedError
 
     async def until(self, done: Callable[[], bool], *, timeout: float, alive: Callable[[], None]) -> None:
-        """Until ``done()``; ``alive()`` (called at least once a second) raises when a process has died."""
+        """Until ``done()``; ``alive()`` (called at least once a second) raises when a process has died, and
+        a watch that ended for good ends the wait too."""
         async with asyncio.timeout(timeout):
             while not done():
                 alive()
+                if self.ended is not None:
+                    raise RuntimeError(f"the bench's watch ended: {self.ended}") from self.ended
                 self.changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.changed.wait(), 1.0)
@@ -264,17 +308,27 @@ class PodTimes(_Followed):
 
     async def follow(self, url: str, namespace: str, rv: str) -> None:
         """Record the namespace's Pods from ``rv`` on, until cancelled."""
-        async for now, event in _watch(url, f"/api/v1/namespaces/{namespace}/pods", rv):
-            pod = event["object"]
-            name = pod["metadata"]["name"]
-            self.seen.setdefault(name, now)
-            if pod["spec"].get("nodeName"):
-                self.bound.setdefault(name, now)
-            if pod.get("status", {}).get("phase") == "Running":
-                self.running.setdefault(name, now)
-            if event["type"] == "DELETED":
-                self.deleted.setdefault(name, now)
+        async for now, event in self._events(url, f"/api/v1/namespaces/{namespace}/pods", rv):
+            self._note(event["object"], now, deleted=event["type"] == "DELETED")
             self.changed.set()
+
+    def _note(self, pod: dict[str, Any], now: float, *, deleted: bool = False) -> None:
+        name = pod["metadata"]["name"]
+        self.seen.setdefault(name, now)
+        if pod["spec"].get("nodeName"):
+            self.bound.setdefault(name, now)
+        if pod.get("status", {}).get("phase") == "Running":
+            self.running.setdefault(name, now)
+        if deleted:
+            self.deleted.setdefault(name, now)
+
+    def _relisted(self, items: list[dict[str, Any]], now: float) -> None:
+        present = set()
+        for pod in items:
+            present.add(pod["metadata"]["name"])
+            self._note(pod, now)
+        for name in self.seen.keys() - present:
+            self.deleted.setdefault(name, now)
 
     def counts(self) -> str:
         return (f"created {len(self.seen)}, bound {len(self.bound)}, running {len(self.running)}, "
@@ -290,15 +344,21 @@ class ReadyNodes(_Followed):
 
     async def follow(self, url: str, rv: str) -> None:
         """Follow the nodes from ``rv`` on, until cancelled."""
-        async for _, event in _watch(url, "/api/v1/nodes", rv):
-            node = event["object"]
-            conditions = node.get("status", {}).get("conditions") or ()
-            if event["type"] != "DELETED" and any(c["type"] == "Ready" and c["status"] == "True"
-                                                  for c in conditions):
-                self.ready.add(node["metadata"]["name"])
-            else:
-                self.ready.discard(node["metadata"]["name"])
+        async for _, event in self._events(url, "/api/v1/nodes", rv):
+            self._note(event["object"], deleted=event["type"] == "DELETED")
             self.changed.set()
+
+    def _note(self, node: dict[str, Any], *, deleted: bool = False) -> None:
+        conditions = node.get("status", {}).get("conditions") or ()
+        if not deleted and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+            self.ready.add(node["metadata"]["name"])
+        else:
+            self.ready.discard(node["metadata"]["name"])
+
+    def _relisted(self, items: list[dict[str, Any]], now: float) -> None:
+        self.ready.clear()
+        for node in items:
+            self._note(node)
 
 
 # --- processes ---------------------------------------------------------------------------------------------
@@ -306,38 +366,55 @@ class ReadyNodes(_Followed):
 def start_component(c: BenchCluster, name: str, module: str, args: Sequence[str] = ()) -> str:
     """Start a controller-manager or scheduler, wait until it is ready; its /metrics URL.
 
-    Leader election is off so that no Lease renewal mixes with the writes measured.
+    Leader election is off so that no Lease renewal mixes with the writes measured. With several
+    APIServers, each component talks to the next one in turn.
     """
     health = f"http://{procs.LOOPBACK}:{procs.free_port()}"
-    c.start_component(name, module, ["--master", c.url, "--health-port", health.rsplit(":", 1)[1],
+    master = c.url_for(len(c.components))
+    c.start_component(name, module, [*c.component_flags(name), "--master", master,
+                                     "--health-port", health.rsplit(":", 1)[1],
                                      "--leader-elect=false", *args], ready_url=f"{health}/readyz")
     return f"{health}/metrics"
 
 
-def start_kubelets(c: BenchCluster, nodes: int) -> str:
-    """Start kubelet_sim with ``nodes`` nodes; its /metrics URL. No wait: how soon they are Ready is measured.
+def start_kubelets(c: BenchCluster, nodes: int, *, shards: int = 1) -> list[str]:
+    """Start kubelet_sim with ``nodes`` nodes, in ``shards`` processes; their /metrics URLs. No wait: how
+    soon they are Ready is measured.
 
     The nodes are the default profile's, with KWOK's timing: a container runs as
     soon as its kubelet starts it, since the startup SLO leaves image pulls out.
+    Shards host consecutive ranges of the nodes (``--node-offset``), as they would
+    on several machines, each talking to the next APIServer in turn.
     """
     profile = yaml.safe_load(resources.files("kubelet_sim").joinpath(DEFAULT_PROFILE).read_text())
     profile["timings"].update(containerStartDelay="0s", containerStartJitter="0s")
     path = c.workdir / "bench-node-profile.yaml"
     path.write_text(yaml.safe_dump(profile))
-    health = procs.free_port()
-    c.start_component("kubelet_sim", "kubelet_sim",
-                      ["--master", c.url, "--nodes", str(nodes), "--node-profile", str(path), "--health-port",
-                       str(health)])
-    return f"http://{procs.LOOPBACK}:{health}/metrics"
+    urls = []
+    offset = 0
+    for shard in range(shards):
+        count = nodes // shards + (1 if shard < nodes % shards else 0)
+        name = "kubelet_sim" if shards == 1 else f"kubelet_sim-{shard + 1}"
+        health = procs.free_port()
+        c.start_component(name, "kubelet_sim",
+                          [*c.component_flags("kubelet"), "--master", c.url_for(len(c.components)),
+                           "--nodes", str(count), "--node-offset", str(offset), "--node-profile", str(path),
+                           "--health-port", str(health)])
+        urls.append(f"http://{procs.LOOPBACK}:{health}/metrics")
+        offset += count
+    return urls
 
 
 def events_dropped(metrics_urls: Iterable[str]) -> int:
-    """The Events the components' recorders dropped (``kubesim_events_dropped_total``), all reasons."""
+    """The Events the components' recorders lost (``kubesim_events_dropped_total``), every reason but spam.
+
+    What the spam filter refuses Kubernetes' recorders refuse too: it is not counted as lost.
+    """
     dropped = 0.0
     for url in metrics_urls:
         with urllib.request.urlopen(url, timeout=10) as reply:
             for line in reply.read().decode().splitlines():
-                if line.startswith("kubesim_events_dropped_total{"):
+                if line.startswith("kubesim_events_dropped_total{") and 'reason="spam"' not in line:
                     dropped += float(line.rsplit(" ", 1)[1])
     return round(dropped)
 
@@ -360,7 +437,8 @@ def add_process_figures(result: ScenarioResult, c: BenchCluster, *, goals: Mappi
     cpu = c.cpu()
     since = cpu_since or {}
     for name in c.processes():
-        result.add(f"{label}{name} peak RSS", c.peak_rss.get(name), "bytes", (goals or {}).get(name, ""))
+        goal = (goals or {}).get(name.rsplit("-", 1)[0] if name[-1].isdigit() else name, "")
+        result.add(f"{label}{name} peak RSS", c.peak_rss.get(name), "bytes", goal)
     for name in c.processes():
         used = cpu.get(name)
         result.add(f"{label}{name} CPU", used - since.get(name, 0.0) if used is not None else None, "s",
@@ -385,3 +463,98 @@ async def every_second(say: Progress, describe: Callable[[], str]) -> AsyncItera
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+# --- CPU per Pod ------------------------------------------------------------------------------------------
+
+#: The APIServer's request kinds the performance issue names, from its /metrics labels (verb, resource,
+#: subresource; None matches any).
+_REQUEST_KINDS: Final = (
+    ("Pod create", ("create", "pods", "")),
+    ("binding", ("create", "pods", "binding")),
+    ("Pod status", (None, "pods", "status")),
+    ("Pod delete", ("delete", "pods", "")),
+    ("Lease renewal", ("update", "leases", "")),
+    ("Event", ("create", "events", "")),
+    ("Event", ("patch", "events", "")),
+    ("list", ("list", None, None)),
+    ("watch streams", ("watch", None, None)),
+)
+
+
+@dataclass
+class CpuMark:
+    """Each process's CPU seconds and the APIServer's CPU by request kind, at one moment."""
+
+    processes: dict[str, float]
+    requests: dict[tuple[str, str, str], float]
+    fanout: float
+
+
+def _apiserver_cpu(url: Endpoint) -> tuple[dict[tuple[str, str, str], float], float]:
+    requests: dict[tuple[str, str, str], float] = {}
+    fanout = 0.0
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10, context=url.tls) as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith("kubesim_apiserver_request_cpu_seconds_total{"):
+                labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.rindex("}")].split(","))
+                key = tuple(labels.get(k, '""').strip('"') for k in ("verb", "resource", "subresource"))
+                requests[key] = requests.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+            elif line.startswith("kubesim_apiserver_watch_fanout_cpu_seconds_total{"):
+                fanout += float(line.rsplit(" ", 1)[1])
+    return requests, fanout
+
+
+def _kind_of(key: tuple[str, str, str]) -> str:
+    verb, resource, subresource = key
+    for kind, (want_verb, want_resource, want_sub) in _REQUEST_KINDS:
+        if (want_verb is None or verb == want_verb) and (want_resource is None or resource == want_resource) \
+                and (want_sub is None or subresource == want_sub):
+            return kind
+    return "other requests"
+
+
+def cpu_mark(c: BenchCluster) -> CpuMark:
+    """Every process's CPU seconds, and the APIServers' by request kind (summed over them)."""
+    requests: dict[tuple[str, str, str], float] = {}
+    fanout = 0.0
+    for url in c.urls:
+        theirs, their_fanout = _apiserver_cpu(url)
+        for key, seconds in theirs.items():
+            requests[key] = requests.get(key, 0.0) + seconds
+        fanout += their_fanout
+    return CpuMark(c.cpu(), requests, fanout)
+
+
+def add_cpu_per_pod(result: ScenarioResult, before: CpuMark, after: CpuMark, pods: int, *, label: str = "") -> None:
+    """The figure the performance issue is judged by: the control plane's CPU per Pod over etcd's.
+
+    Every kubesim process's CPU seconds over ``pods`` Pods (created, run and deleted between the two
+    marks), per Pod, beside etcd's own; then the APIServer's, broken down by request kind, and what
+    no request accounts for (the HTTP server, the etcd client, garbage collection).
+    """
+    if pods <= 0:
+        return
+    used = {name: after.processes.get(name, 0.0) - before.processes.get(name, 0.0) for name in after.processes}
+    etcd = used.pop("etcd", None)
+    control_plane = sum(used.values())
+    result.add(f"{label}control-plane CPU per Pod", control_plane / pods, "s",
+               "every kubesim process (" + ", ".join(sorted(used)) + ")")
+    result.add(f"{label}etcd CPU per Pod", etcd / pods if etcd is not None else None, "s")
+    ratio = control_plane / etcd if etcd else None
+    result.add(f"{label}CPU per Pod, control plane / etcd", ratio, "x", "goal <= 3")
+    for name, seconds in sorted(used.items()):
+        result.add(f"{label}{name} CPU per Pod", seconds / pods, "s")
+    by_kind: dict[str, float] = {kind: 0.0 for kind, _match in _REQUEST_KINDS}
+    by_kind["other requests"] = 0.0
+    for key, seconds in after.requests.items():
+        by_kind[_kind_of(key)] += seconds - before.requests.get(key, 0.0)
+    by_kind["watch fan-out"] = after.fanout - before.fanout
+    for kind, seconds in by_kind.items():
+        result.add(f"{label}apiserver {kind} CPU per Pod", seconds / pods, "s")
+    apiservers = [seconds for name, seconds in used.items() if name == "apiserver" or name.startswith("apiserver-")]
+    if apiservers:
+        apiserver = sum(apiservers)
+        accounted = sum(by_kind.values())
+        result.add(f"{label}apiserver outside requests CPU per Pod", (apiserver - accounted) / pods, "s",
+                   "HTTP server, etcd client, garbage collection")

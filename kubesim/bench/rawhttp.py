@@ -7,19 +7,35 @@ line, headers and a Content-Length or chunked body, and nothing else.
 
 One :class:`Connection` belongs to one task at a time. :func:`open_watch` and
 :func:`watch_lines` are the watch streams every scenario reads.
+
+An :class:`Endpoint` is a URL string that also carries the TLS settings to
+reach it (the cluster CA and the client's certificate): every scenario passes
+URLs around, and an ``https`` one needs both to connect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Self
 from urllib.parse import urlsplit
 
 #: How many times a watch answered 504 is retried, a second apart.
 _WATCH_ATTEMPTS: Final = 30
+
+
+class Endpoint(str):
+    """A URL, with the ``ssl.SSLContext`` that reaches it (None for plain HTTP)."""
+
+    tls: ssl.SSLContext | None
+
+    def __new__(cls, url: str, tls: ssl.SSLContext | None = None) -> Self:
+        endpoint = super().__new__(cls, url)
+        endpoint.tls = tls
+        return endpoint
 
 
 @dataclass(slots=True)
@@ -37,8 +53,11 @@ class Connection:
     @classmethod
     async def open(cls, url: str) -> Connection:
         parts = urlsplit(url)
-        host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        reader, writer = await asyncio.open_connection(host, port, limit=64 * 1024 * 1024)
+        tls = getattr(url, "tls", None) if parts.scheme == "https" else None
+        if parts.scheme == "https" and tls is None:
+            tls = ssl.create_default_context()
+        host, port = parts.hostname or "127.0.0.1", parts.port or (443 if tls else 80)
+        reader, writer = await asyncio.open_connection(host, port, limit=64 * 1024 * 1024, ssl=tls)
         return cls(reader, writer, f"{host}:{port}")
 
     async def request(self, method: str, path: str, body: bytes | None = None,

@@ -6,11 +6,14 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from kubesim.bench.sizes import Size
 
 
 @dataclass
@@ -29,9 +32,24 @@ class ScenarioResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     error: str | None = None
+    #: What the plots draw over time: name -> [(seconds since the phase began, value)].
+    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    #: Distributions the plots draw (startup latencies): name -> values.
+    samples: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, name: str, value: float | None, unit: str, reference: str = "") -> None:
         self.figures.append(Figure(name, value, unit, reference))
+
+    def add_series(self, name: str, times: dict[str, float], start: float) -> None:
+        """The cumulative count of ``times`` (one instant per object) from ``start``, as a series."""
+        points = [(0.0, 0.0)]
+        ordered = sorted(times.values())
+        # At most about 1,000 points: the curve's shape, not every Pod, goes into the JSON.
+        step = max(1, len(ordered) // 1000)
+        for i, at in enumerate(ordered, 1):
+            if i % step == 0 or i == len(ordered):
+                points.append((round(at - start, 3), float(i)))
+        self.series[name] = points
 
     def get(self, name: str) -> float | None:
         return next((f.value for f in self.figures if f.name == name), None)
@@ -83,14 +101,34 @@ def machine() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[dist] = None
     return {"cores": os.cpu_count(), "machine": platform.machine(), "python": sys.version.split()[0],
-            "platform": platform.platform(), "versions": versions}
+            "platform": platform.platform(), "versions": versions, "commit": git_commit()}
 
 
-def write_json(results: list[ScenarioResult], directory: Path, *, quick: bool) -> Path:
+def git_commit() -> str | None:
+    """The commit of the kubesim source tree these figures were measured on (``-dirty`` when it has changes),
+    or None outside a git checkout."""
+    tree = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}-dirty" if dirty else head
+
+
+def stem(size: Size) -> str:
+    """The name results files of a run start with: its date, and ``-quick`` or ``-smoke`` unless it ran full size."""
+    suffix = "" if size is Size.FULL else f"-{size.value}"
+    return f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d')}{suffix}"
+
+
+def write_json(results: list[ScenarioResult], directory: Path, size: Size) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
-    path = directory / f"{now.strftime('%Y-%m-%d')}{'-quick' if quick else ''}.json"
-    doc = {"date": now.isoformat(timespec="seconds"), "quick": quick, "machine": machine(),
+    path = directory / f"{stem(size)}.json"
+    doc = {"date": now.isoformat(timespec="seconds"), "size": size.value, "machine": machine(),
            "results": [asdict(r) for r in results]}
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return path

@@ -28,11 +28,14 @@ from typing import Any, Final
 from kubesim.bench.cluster import BenchCluster, cluster
 from kubesim.bench.measure import (
     APISERVER_ARGS,
+    CpuMark,
     Progress,
     Writes,
+    add_cpu_per_pod,
     add_pod_rate,
     add_process_figures,
     count_writes,
+    cpu_mark,
     etcd_revision,
     every_second,
     start_component,
@@ -81,7 +84,10 @@ def run(workloads: Sequence[Workload] = WORKLOADS, *, ceiling: float | None,
             if bound < workload.pods:
                 result.notes.append(f"{label}: only {bound} of {workload.pods} Pods were bound")
             if i == 0:
-                add_process_figures(result, c, cpu_since=phase.cpu, label=f"{label} ")
+                add_process_figures(result, c, cpu_since=phase.cpu.processes if phase.cpu else None,
+                                    label=f"{label} ")
+                if phase.cpu is not None:
+                    add_cpu_per_pod(result, phase.cpu, cpu_mark(c), bound, label=f"{label} (to bound) ")
     return result
 
 
@@ -93,7 +99,7 @@ class _Phase:
         self._variant = variant
         self._fields: dict[str, Any] = {}
         self.revision: int | None = None
-        self.cpu: dict[str, float] = {}
+        self.cpu: CpuMark | None = None
 
     def __call__(self, fields: dict[str, Any]) -> None:
         if fields.get("phase") != self._fields.get("phase"):
@@ -102,7 +108,7 @@ class _Phase:
         if fields.get("phase") == "measure" and "pods" in fields:
             # Read right before the first measured create: every write after it is the measured Pods' cost.
             self.revision = etcd_revision(self._c.etcd_url)
-            self.cpu = self._c.cpu()
+            self.cpu = cpu_mark(self._c)
 
     def describe(self) -> str:
         shown = ("phase", "created", "total", "bound")
