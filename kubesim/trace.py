@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from kubesim.kubeconfig import find_server
+from kubesim.kubeconfig import find_config
 from machinery.api.meta import parse_time
 from machinery.client.config import ConfigError
 
@@ -290,11 +290,11 @@ def main(args: argparse.Namespace) -> int:
         print("kubesim trace: give the Pod as NAMESPACE/NAME, e.g. default/web-x7k2p")
         return 2
     try:
-        server = find_server(args.server, args.data_dir)
+        config = find_config(args.server, args.data_dir)
     except (FileNotFoundError, ValueError, ConfigError) as e:
         print(f"kubesim trace: {e}")
         return 2
-    with httpx.Client(base_url=server, timeout=httpx.Timeout(10, read=10)) as api:
+    with httpx.Client(**config.httpx_options(), timeout=httpx.Timeout(10, read=10)) as api:
         try:
             steps, title = build(api, namespace, name)
         except LookupError as e:
