@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -53,7 +54,7 @@ class WatchReader:
         self.status_code: int | None = None
         self.done = threading.Event()
         self._cond = threading.Condition()
-        self._client = httpx.Client(base_url=base_url, timeout=httpx.Timeout(10, read=None))
+        self._client = harness.admin_client(base_url, timeout=httpx.Timeout(10, read=None))
         self._stream = self._client.stream("GET", path, params=params, headers=headers)
         self._resp = self._stream.__enter__()
         self.status_code = self._resp.status_code
@@ -96,6 +97,13 @@ class WatchReader:
             return list(self.events)
 
     def close(self) -> None:
+        # Closing a socket does not wake a thread blocked reading it: shut it down first, or the join waits
+        # out its timeout on every watch the server has not ended.
+        stream = self._resp.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         # Closing a stream the server already ended may raise; the reader is done either way.
         with contextlib.suppress(httpx.HTTPError, RuntimeError):
             self._stream.__exit__(None, None, None)
@@ -174,6 +182,17 @@ class NamespaceReader:
         """The latest Event of this reason about the object, once there is one."""
         found = self.wait(lambda: self.events(name=name, reason=reason), f"a {reason} Event about {name}")
         return max(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+    def wait_messages(self, name: str, reason: str | None = None, *,
+                      until: Callable[[set[str]], bool]) -> list[dict[str, Any]]:
+        """The Events about the object (of this reason), once ``until`` holds for their set of messages.
+
+        Recorders send Events in batches after the change they report, so a test reads them by waiting."""
+        def settled() -> list[dict[str, Any]] | None:
+            found = self.events(name=name, reason=reason)
+            return found if until({e["message"] for e in found}) else None
+        events: list[dict[str, Any]] = self.wait(settled, f"the {reason or 'expected'} Events about {name}")
+        return events
 
     def wait_unschedulable(self, name: str) -> str:
         """The scheduler's message for a Pod it could not place, as its condition and Event both say."""

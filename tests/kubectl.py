@@ -22,18 +22,43 @@ def binary(version: str) -> Path:
     return path
 
 
+def admin_kubeconfig(server: str, directory: Path) -> Path:
+    """A kubeconfig in ``directory`` for the test APIServer at ``server``, as the admin (system:masters)."""
+    from tests import harness
+
+    path = directory / "kubeconfig"
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        text = harness.session_files().admin_kubeconfig.read_text().replace(harness.PLACEHOLDER_SERVER, server)
+        path.write_text(text)
+        path.chmod(0o600)
+    return path
+
+
 @dataclass
 class Kubectl:
-    """kubectl of one version pointed at one server, with a namespace by default."""
+    """kubectl of one version pointed at one server, as the admin, with a namespace by default.
+
+    ``server`` is the APIServer's URL (an ``https`` one gets an admin kubeconfig in ``home``)
+    or a kubeconfig file to use as it is.
+    """
 
     path: Path
-    server: str
+    server: str | Path
     home: Path
     namespace: str | None = None
 
+    def connection(self) -> list[str]:
+        """The flags that point kubectl at the server: ``--kubeconfig``, or ``--server`` for plain HTTP."""
+        if isinstance(self.server, Path):
+            return ["--kubeconfig", str(self.server)]
+        if self.server.startswith("https:"):
+            return ["--kubeconfig", str(admin_kubeconfig(self.server, self.home))]
+        return ["--server", self.server]
+
     def run(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 90,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        cmd = [str(self.path), "--server", self.server, "--cache-dir", str(self.home / "cache")]
+        cmd = [str(self.path), *self.connection(), "--cache-dir", str(self.home / "cache")]
         if self.namespace and "-A" not in args and "--all-namespaces" not in args:
             cmd += ["--namespace", self.namespace]
         cmd += list(args)

@@ -2,16 +2,21 @@
 
 ``cluster`` overrides the session fixture of ``tests/conftest.py`` for this
 directory: here it is etcd, the APIServer and every component (controller
-manager, scheduler, three simulated kubelets), each its own process started
-with the flags ``kubesim up`` gives it. The root ``api`` and ``namespace``
-fixtures then work on it unchanged, so each test still gets its own namespace
-and cannot see another test's Pods.
+manager, scheduler, three simulated kubelets, metrics-server), each its own process started
+with the flags ``kubesim up`` gives it (each under its own identity: the
+scheduler and controller-manager with their certificates and the
+controller-manager's per-controller ServiceAccounts, each node with its
+token). The root ``api`` fixture then works on it unchanged,
+and ``namespace`` gives each test its own namespace (once its default
+ServiceAccount exists), so no test can see another test's Pods.
 
-Timings are shortened where a test would otherwise wait on Kubernetes'
-defaults: nodes renew their Lease every second and are unreachable after 6 s
+metrics-server scrapes every 2 s and registers its APIService with the
+APIServer's aggregation layer, as ``kubesim up`` has it do. Timings are shortened where
+a test would otherwise wait on Kubernetes' defaults: nodes renew their Lease every second and are unreachable after 6 s
 of silence, Pods tolerate an unreachable or not-ready node for 3 s (the
-APIServer's default tolerations), and simulated containers start in about
-0.3 s. Everything else runs with the defaults users get.
+APIServer's default tolerations), HPAs are synced every 3 s (not 15 s), and
+simulated containers start in about 0.3 s. Everything else runs with the
+defaults users get.
 
 The three nodes are shared: a test that changes them (labels, taints,
 cordons) takes the ``nodes`` fixture, which puts every node back as it found
@@ -21,6 +26,7 @@ is safe under xdist.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -32,7 +38,6 @@ import pytest
 import yaml
 
 from kubesim import procs
-from kubesim.kubeconfig import write_kubeconfig
 from tests import harness
 from tests.kube import NamespaceReader
 from tests.kubectl import Kubectl, binary
@@ -42,30 +47,37 @@ TOLERATION_SECONDS = "3"
 
 
 def _node_profile(path: Path) -> Path:
-    """The packaged default profile (3 nodes, zones a/b/c), with containers that start in about 0.3 s."""
+    """The packaged default profile (3 nodes, zones a/b/c), with containers that start in about 0.3 s
+    and memory pressure checked every second, clearing 15 s after it ends (longer than the 10 s
+    between status reports, so that the condition is reported)."""
     profile = yaml.safe_load((resources.files("kubelet_sim") / "default-profile.yaml").read_text())
-    profile["timings"].update(containerStartDelay="300ms", containerStartJitter="100ms")
+    profile["timings"].update(containerStartDelay="300ms", containerStartJitter="100ms",
+                              evictionMonitoringPeriod="1s", evictionPressureTransitionPeriod="15s")
     path.write_text(yaml.safe_dump(profile))
     return path
 
 
 def _start(c: harness.Cluster, module: str, name: str, *flags: str) -> None:
     health = procs.free_port()
-    c.start_component(module, ["--kubeconfig", str(c.workdir / "kubeconfig"), "--health-port", str(health),
-                               *flags], name=name, ready_url=f"http://{procs.LOOPBACK}:{health}/readyz")
+    c.start_component(module, [*c.component_args(name), "--health-port", str(health), *flags], name=name,
+                      ready_url=f"http://{procs.LOOPBACK}:{health}/readyz")
 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[harness.Cluster]:
+    metrics_port = procs.free_port()
     with harness.cluster(apiserver_args=["--default-unreachable-toleration-seconds", TOLERATION_SECONDS,
-                                         "--default-not-ready-toleration-seconds", TOLERATION_SECONDS]) as c:
-        write_kubeconfig(c.workdir / "kubeconfig", c.url)
+                                         "--default-not-ready-toleration-seconds", TOLERATION_SECONDS],
+                         service_accounts=True) as c:
         _start(c, "controller_manager", "controller-manager",
-               "--node-monitor-period=1s", "--node-monitor-grace-period=6s")
+               "--node-monitor-period=1s", "--node-monitor-grace-period=6s",
+               "--horizontal-pod-autoscaler-sync-period=3s")
         _start(c, "scheduler", "scheduler")
         _start(c, "kubelet_sim", "kubelet", "--node-profile", str(_node_profile(c.workdir / "nodes.yaml")),
                "--node-lease-renew-interval", "1s")
-        with httpx.Client(base_url=c.url, timeout=30) as api:
+        _start(c, "metrics_server", "metrics-server", f"--port={metrics_port}", "--metric-resolution=2s",
+               "--register-apiservice")
+        with harness.admin_client(c.url, timeout=30) as api:
             _wait_nodes_usable(api)
         yield c
 
@@ -86,6 +98,23 @@ def _wait_nodes_usable(api: httpx.Client) -> None:
 def admin(cluster: harness.Cluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     """kubectl 1.32 for cluster-scoped commands (nodes)."""
     return Kubectl(binary("1.32"), cluster.url, tmp_path_factory.mktemp("kubectl-admin"))
+
+
+@pytest.fixture
+def namespace(api: httpx.Client) -> Iterator[str]:
+    """The test's own namespace, once its ``default`` ServiceAccount exists.
+
+    Until the controller-manager has made it, ServiceAccount admission refuses
+    every Pod there (403, ``error looking up service account``), as Kubernetes
+    does; its own e2e framework waits for that account in each new namespace too.
+    """
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    r = api.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    assert r.status_code == 201, r.text
+    harness.wait_for(lambda: api.get(f"/api/v1/namespaces/{name}/serviceaccounts/default").status_code == 200,
+                     timeout=60, message=f"the default ServiceAccount of {name}")
+    yield name
+    api.delete(f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture

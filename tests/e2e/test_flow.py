@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,9 +46,10 @@ def web_rc(replicas: int) -> dict[str, Any]:
 
 
 def kubesim(cluster: harness.Cluster, *args: str) -> subprocess.CompletedProcess[str]:
-    """The ``kubesim`` command against the cluster, as a user runs it."""
+    """The ``kubesim`` command against the cluster, as a user runs it (with the admin's kubeconfig)."""
     return subprocess.run([sys.executable, "-m", "kubesim", *args, "--server", cluster.url],
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig())})
 
 
 def logged(cluster: harness.Cluster, component: str, step: int, text: str) -> str:

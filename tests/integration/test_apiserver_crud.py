@@ -106,13 +106,13 @@ def test_stale_update_is_a_conflict(api: httpx.Client, namespace: str) -> None:
 
 
 def test_racing_updates_exactly_one_wins(cluster: harness.Cluster, namespace: str) -> None:
-    with httpx.Client(base_url=cluster.url) as c:
+    with harness.admin_client(cluster.url) as c:
         base = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
         created = c.post(base, json=rc("racing", 1)).json()
     barrier = threading.Barrier(8)
 
     def attempt(i: int) -> int:
-        with httpx.Client(base_url=cluster.url) as client:
+        with harness.admin_client(cluster.url) as client:
             body = dict(created, spec={**created["spec"], "replicas": i + 2})
             barrier.wait()
             return client.put(f"{base}/racing", json=body).status_code
@@ -123,12 +123,12 @@ def test_racing_updates_exactly_one_wins(cluster: harness.Cluster, namespace: st
 
 
 def test_racing_bindings_exactly_one_wins(cluster: harness.Cluster, namespace: str) -> None:
-    with httpx.Client(base_url=cluster.url) as c:
+    with harness.admin_client(cluster.url) as c:
         assert c.post(f"/api/v1/namespaces/{namespace}/pods", json=pod("bindme")).status_code == 201
     barrier = threading.Barrier(6)
 
     def bind(i: int) -> int:
-        with httpx.Client(base_url=cluster.url) as client:
+        with harness.admin_client(cluster.url) as client:
             barrier.wait()
             return client.post(f"/api/v1/namespaces/{namespace}/pods/bindme/binding", json={
                 "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bindme"},
@@ -137,7 +137,7 @@ def test_racing_bindings_exactly_one_wins(cluster: harness.Cluster, namespace: s
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         codes = list(pool.map(bind, range(6)))
     assert sorted(codes) == [201] + [409] * 5
-    with httpx.Client(base_url=cluster.url) as c:
+    with harness.admin_client(cluster.url) as c:
         bound = c.get(f"/api/v1/namespaces/{namespace}/pods/bindme").json()
     assert bound["spec"]["nodeName"].startswith("node-")
     cond = [x for x in bound["status"]["conditions"] if x["type"] == "PodScheduled"]
@@ -225,7 +225,7 @@ def test_finalizers_keep_a_deleted_object_until_removed(api: httpx.Client, names
     body = rc("fin")
     body["metadata"]["finalizers"] = ["example.com/hold"]
     api.post(base, json=body)
-    r = api.delete(f"{base}/fin")
+    r = api.delete(f"{base}/fin", params={"propagationPolicy": "Background"})
     assert r.status_code == 200
     held = api.get(f"{base}/fin").json()
     assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["example.com/hold"]
@@ -251,10 +251,22 @@ def test_propagation_policy_is_recorded_as_a_finalizer(api: httpx.Client, namesp
 def test_rc_delete_answers_a_success_status(api: httpx.Client, namespace: str) -> None:
     base = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
     uid = api.post(base, json=rc("gone")).json()["metadata"]["uid"]
-    r = api.delete(f"{base}/gone")
+    r = api.delete(f"{base}/gone", params={"propagationPolicy": "Background"})
     assert r.status_code == 200
     assert r.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 200,
                         "details": {"name": "gone", "kind": "replicationcontrollers", "uid": uid}}
+
+
+def test_rc_delete_without_a_policy_is_kept_for_the_garbage_collector_to_orphan(
+        api: httpx.Client, namespace: str) -> None:
+    # core/v1's default for an RC is Orphan: the RC is answered as it now is, held by the orphan
+    # finalizer until the garbage collector has released its Pods.
+    base = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
+    api.post(base, json=rc("kept"))
+    r = api.delete(f"{base}/kept")
+    assert r.status_code == 200
+    assert r.json()["kind"] == "ReplicationController"
+    assert r.json()["metadata"]["finalizers"] == ["orphan"] and r.json()["metadata"]["deletionTimestamp"]
 
 
 def test_label_and_field_selectors(api: httpx.Client, namespace: str) -> None:
@@ -291,14 +303,14 @@ def test_pagination_returns_every_object_exactly_once(cluster: harness.Cluster, 
     base = f"/api/v1/namespaces/{namespace}/pods"
 
     def make(i: int) -> None:
-        with httpx.Client(base_url=cluster.url) as c:
+        with harness.admin_client(cluster.url) as c:
             for j in range(i, 1000, 8):
                 assert c.post(base, json=pod(f"p-{j:04d}", labels={"even": str(j % 2 == 0).lower()})) \
                     .status_code == 201
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(make, range(8)))
-    with httpx.Client(base_url=cluster.url) as c:
+    with harness.admin_client(cluster.url) as c:
         seen: list[str] = []
         token = None
         rvs = set()
@@ -357,6 +369,61 @@ def test_scale_subresource_reads_and_writes_replicas(api: httpx.Client, namespac
     assert api.get(f"{base}/scaled").json()["spec"]["replicas"] == 1
 
 
+def test_scale_patches_racing_other_writes_all_apply(cluster: harness.Cluster, namespace: str) -> None:
+    # A patch of /scale applies to the object as each write attempt reads it (kube-apiserver patches
+    # inside GuaranteedUpdate): writers racing it, as a controller writing status does, never make it 409.
+    base = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
+    with harness.admin_client(cluster.url) as c:
+        assert c.post(base, json=rc("raced", 0)).status_code == 201
+    barrier = threading.Barrier(8)
+    merge = {"Content-Type": "application/merge-patch+json"}
+
+    def write(i: int) -> int:
+        with harness.admin_client(cluster.url) as client:
+            barrier.wait()
+            codes = []
+            for round_ in range(5):
+                if i % 2:
+                    r = client.patch(f"{base}/raced/scale", json={"spec": {"replicas": i + round_}}, headers=merge)
+                else:
+                    r = client.patch(f"{base}/raced/status", json={"status": {"observedGeneration": round_}},
+                                     headers=merge)
+                codes.append(r.status_code)
+            return max(codes)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(write, range(8))) == [200] * 8
+    # A patch that names a resourceVersion is still guarded by it.
+    with harness.admin_client(cluster.url) as c:
+        stale = c.patch(f"{base}/raced/scale", json={"metadata": {"resourceVersion": "1"}, "spec": {"replicas": 9}},
+                        headers=merge)
+    assert stale.status_code == 409, stale.text
+
+
+def test_many_patches_of_one_object_at_once_all_apply(cluster: harness.Cluster, namespace: str) -> None:
+    # Patches that name no resourceVersion never fail on each other: the store retries its lost races
+    # for as long as the request may take, as kube-apiserver's GuaranteedUpdate does.
+    path = f"/api/v1/namespaces/{namespace}/configmaps/contended"
+    with harness.admin_client(cluster.url) as c:
+        assert c.post(f"/api/v1/namespaces/{namespace}/configmaps",
+                      json={"metadata": {"name": "contended"}}).status_code == 201
+    writers = 40
+    barrier = threading.Barrier(writers)
+
+    def write(i: int) -> list[int]:
+        with harness.admin_client(cluster.url, timeout=60) as client:
+            barrier.wait()
+            return [client.patch(path, json={"data": {f"k{i}": str(round_)}},
+                                 headers={"Content-Type": "application/merge-patch+json"}).status_code
+                    for round_ in range(3)]
+
+    with concurrent.futures.ThreadPoolExecutor(writers) as pool:
+        codes = [code for result in pool.map(write, range(writers)) for code in result]
+    assert codes == [200] * (3 * writers)
+    with harness.admin_client(cluster.url) as c:
+        assert c.get(path).json()["data"] == {f"k{i}": "2" for i in range(writers)}
+
+
 def test_uid_in_an_update_is_a_precondition(api: httpx.Client, namespace: str) -> None:
     base = f"/api/v1/namespaces/{namespace}/pods"
     created = api.post(base, json=pod("uidpre")).json()
@@ -391,7 +458,7 @@ def test_generated_names_of_long_prefixes_stay_valid(api: httpx.Client, namespac
 
 def test_default_toleration_seconds_are_configurable() -> None:
     with harness.cluster(apiserver_args=["--default-unreachable-toleration-seconds", "7"]) as c, \
-            httpx.Client(base_url=c.url) as api:
+            harness.admin_client(c.url) as api:
         harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
         created = api.post("/api/v1/namespaces/default/pods", json=pod("tol")).json()
         seconds = {t["key"]: t["tolerationSeconds"] for t in created["spec"]["tolerations"]}
@@ -417,7 +484,7 @@ def test_removing_the_last_finalizer_races_with_another_write_without_losing_eit
 
     async def race() -> list[tuple[int, int]]:
         outcomes = []
-        async with httpx.AsyncClient(base_url=cluster.url) as client:
+        async with httpx.AsyncClient(base_url=cluster.url, verify=harness.admin_tls()) as client:
             base = f"/api/v1/namespaces/{namespace}/replicationcontrollers"
             for i in range(40):
                 name = f"race-{i}"
@@ -457,3 +524,17 @@ def test_eviction_marks_the_pod_then_deletes_it(api: httpx.Client, namespace: st
     r = api.post(f"{base}/nope/eviction", json={"apiVersion": "policy/v1", "kind": "Eviction",
                                                 "metadata": {"name": "nope"}})
     assert r.status_code == 404
+
+
+def test_metrics_count_requests_and_their_cpu_by_kind(api: httpx.Client, namespace: str) -> None:
+    pod = {"metadata": {"name": "measured"}, "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}
+    assert api.post(f"/api/v1/namespaces/{namespace}/pods", json=pod).status_code == 201
+    text = api.get("/metrics").text
+    created = [line for line in text.splitlines()
+               if line.startswith('apiserver_request_total{') and 'verb="create"' in line
+               and 'resource="pods"' in line and 'code="201"' in line]
+    assert created and float(created[0].split()[-1]) >= 1
+    cpu = [line for line in text.splitlines() if line.startswith("kubesim_apiserver_request_cpu_seconds_total{")
+           and 'verb="create"' in line and 'resource="pods"' in line and 'subresource=""' in line]
+    assert cpu and float(cpu[0].split()[-1]) > 0
+    assert "kubesim_apiserver_watch_fanout_cpu_seconds_total{" in text

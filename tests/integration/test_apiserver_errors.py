@@ -94,7 +94,9 @@ def test_wrong_type_is_400(api: httpx.Client, namespace: str) -> None:
     body = pod("t")
     body["spec"]["containers"][0]["ports"] = [{"containerPort": "eighty"}]
     r = assert_status(api.post(f"/api/v1/namespaces/{namespace}/pods", json=body), 400, "BadRequest")
-    assert "spec.containers[0].ports[0].containerPort" in r["message"]
+    # Worded as Go's decoder words it: the innermost struct, the field path without indices.
+    assert r["message"] == ('Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into '
+                            "Go struct field ContainerPort.spec.containers.ports.containerPort of type int32")
 
 
 def test_unknown_fields_per_field_validation(api: httpx.Client, namespace: str) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
 from tests import harness
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 def test_etcd_outage_fails_fast_and_recovers(fresh_cluster: harness.Cluster) -> None:
     url = fresh_cluster.url
-    with httpx.Client(base_url=url, timeout=30) as api:
+    with harness.admin_client(url, timeout=30) as api:
         harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
         assert api.post("/api/v1/namespaces/default/pods", json=pod("before")).status_code == 201
         rv = api.get("/api/v1/namespaces/default/pods").json()["metadata"]["resourceVersion"]

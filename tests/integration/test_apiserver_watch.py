@@ -33,6 +33,25 @@ def test_watch_without_version_sends_current_state_then_changes(cluster: harness
     assert rvs == sorted(rvs) and len(set(rvs)) == 3
 
 
+@pytest.mark.parametrize("resource,body", [
+    ("services", {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+    ("endpoints", {"metadata": {"name": "e"}}),
+], ids=["services/specs", "services/endpoints"])
+def test_namespaced_watch_of_kinds_stored_under_two_level_keys(cluster: harness.Cluster, api: httpx.Client,
+                                                               namespace: str, resource: str,
+                                                               body: dict[str, object]) -> None:
+    # Services live under /registry/services/specs/<namespace>/<name>: the namespace is not the key's
+    # third segment, and a namespaced watch or list must still find them.
+    base = f"/api/v1/namespaces/{namespace}/{resource}"
+    rv = api.get(base).json()["metadata"]["resourceVersion"]
+    assert api.post(base, json=body).status_code == 201
+    with WatchReader(cluster.url, base, {"watch": "true", "resourceVersion": rv}) as w:
+        assert [e["type"] for e in w.wait_for(1)] == ["ADDED"]
+    with WatchReader(cluster.url, base, {"watch": "true", "labelSelector": "x!=y"}) as w:
+        assert [e["type"] for e in w.wait_for(1)] == ["ADDED"]
+    assert [i["metadata"]["name"] for i in api.get(base).json()["items"]] == [body["metadata"]["name"]]  # type: ignore[index]
+
+
 def test_resumed_watch_sees_every_later_event_once_in_order(cluster: harness.Cluster, api: httpx.Client,
                                                            namespace: str) -> None:
     base = f"/api/v1/namespaces/{namespace}/pods"
@@ -100,7 +119,7 @@ def test_field_selector_watch_on_node_name(cluster: harness.Cluster, api: httpx.
 
 def test_bookmarks_and_timeout(api: httpx.Client, namespace: str) -> None:
     with harness.cluster(apiserver_args=["--watch-bookmark-interval", "200ms"]) as c, \
-            httpx.Client(base_url=c.url) as client:
+            harness.admin_client(c.url) as client:
         client.post("/api/v1/namespaces", json={"metadata": {"name": "bm"}})
         rv = client.get("/api/v1/namespaces/bm/pods").json()["metadata"]["resourceVersion"]
         with WatchReader(c.url, "/api/v1/namespaces/bm/pods",
@@ -126,7 +145,7 @@ def test_send_initial_events_ends_with_a_bookmark(cluster: harness.Cluster, api:
 
 
 def test_watch_from_a_compacted_revision_is_410(fresh_cluster: harness.Cluster) -> None:
-    with httpx.Client(base_url=fresh_cluster.url) as api:
+    with harness.admin_client(fresh_cluster.url) as api:
         harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
         first = api.post("/api/v1/namespaces/default/pods", json=pod("old")).json()["metadata"]["resourceVersion"]
         for i in range(5):
@@ -150,11 +169,11 @@ def test_watch_from_a_compacted_revision_is_410(fresh_cluster: harness.Cluster) 
 
 def test_slow_watcher_is_ended_with_410(api: httpx.Client) -> None:
     with harness.cluster(apiserver_args=["--watch-queue-size", "5"]) as c, \
-            httpx.Client(base_url=c.url) as client:
+            harness.admin_client(c.url) as client:
         harness.wait_for(lambda: client.get("/api/v1/namespaces/default").status_code == 200)
         # A client that opens a watch and does not read it while 20 MB of events go by:
         # socket buffers fill, then the watcher's queue, and the server must end it.
-        stalled = httpx.Client(base_url=c.url, timeout=httpx.Timeout(10, read=20))
+        stalled = harness.admin_client(c.url, timeout=httpx.Timeout(10, read=20))
         try:
             with stalled.stream("GET", "/api/v1/namespaces/default/pods",
                                 params={"watch": "true", "timeoutSeconds": "60"}) as resp:

@@ -14,7 +14,6 @@ from machinery.client import (
     AlreadyExists,
     Bookmark,
     Client,
-    ClientConfig,
     Conflict,
     Invalid,
     NotFound,
@@ -30,7 +29,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def client(cluster: harness.Cluster) -> AsyncIterator[Client]:
-    async with Client(ClientConfig(cluster.url)) as c:
+    async with Client(cluster.config()) as c:
         yield c
 
 

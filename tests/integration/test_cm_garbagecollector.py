@@ -116,6 +116,17 @@ def test_orphan_deletion_removes_the_owner_and_leaves_the_dependents(controller_
     assert len(list_pods(api, namespace)) == 2, "orphans are not collected"
 
 
+def test_an_rc_deleted_without_a_policy_orphans_its_pods_as_core_v1_does(controller_manager, api, namespace):
+    # core/v1 kept the default it had before the garbage collector (rcStrategy's
+    # DefaultGarbageCollectionPolicy): the Pods outlive their RC unless a policy says otherwise.
+    create_rc(api, namespace, 2)
+    r = api.delete(f"/api/v1/namespaces/{namespace}/replicationcontrollers/web")
+    assert r.status_code == 200, r.text
+    wait_until(lambda: rc(api, namespace) is None, message="the owner to go")
+    pods = list_pods(api, namespace)
+    assert len(pods) == 2 and all(not p["metadata"].get("ownerReferences") for p in pods)
+
+
 def test_dependents_of_owners_that_do_not_exist_are_collected(controller_manager, api, namespace):
     live = create_rc(api, namespace, 0)
     create_pod(api, namespace, "no-such-owner", [owner_ref("ReplicationController", "ghost", str(uuid.uuid4()))])
@@ -123,7 +134,7 @@ def test_dependents_of_owners_that_do_not_exist_are_collected(controller_manager
     dead = str(uuid.uuid4())
     create_pod(api, namespace, "one-dead-owner", [owner_ref("ReplicationController", "web", live),
                                                   owner_ref("ReplicationController", "gone", dead)])
-    create_pod(api, namespace, "unknown-kind", [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+    create_pod(api, namespace, "unknown-kind", [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w",
                                                  "uid": str(uuid.uuid4())}])
     wait_until(lambda: {p["metadata"]["name"] for p in list_pods(api, namespace)} == {
         "one-dead-owner", "unknown-kind"}, message="the orphans to be collected")
@@ -153,10 +164,46 @@ def test_a_deleted_node_takes_its_lease_along(controller_manager, api):
 ])
 def test_kubectl_delete_rc(controller_manager, api, namespace, cluster, cascade, pods_left):
     create_rc(api, namespace, 2)
-    result = subprocess.run(["kubectl", "--server", cluster.url, "-n", namespace, "delete", "rc", "web",
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig()), "-n", namespace, "delete", "rc", "web",
                              *cascade], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == 'replicationcontroller "web" deleted'
     wait_until(lambda: len(list_pods(api, namespace)) == pods_left, message=f"{pods_left} Pods left")
     time.sleep(1.0)
     assert len(list_pods(api, namespace)) == pods_left
+
+
+def test_every_kind_is_collected_found_through_discovery(api: httpx.Client, namespace: str,
+                                                         controller_manager: procs.ManagedProcess) -> None:
+    """Kinds the collector knew nothing special about: a ConfigMap and a Role owned by a Secret."""
+    r = api.post(f"/api/v1/namespaces/{namespace}/secrets",
+                 json={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "owner"}})
+    assert r.status_code == 201, r.text
+    ref = {"apiVersion": "v1", "kind": "Secret", "name": "owner", "uid": r.json()["metadata"]["uid"]}
+    r = api.post(f"/api/v1/namespaces/{namespace}/configmaps", json={
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dependent", "ownerReferences": [ref]}})
+    assert r.status_code == 201, r.text
+    r = api.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles", json={
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "dependent", "ownerReferences": [ref]}, "rules": []})
+    assert r.status_code == 201, r.text
+    assert api.delete(f"/api/v1/namespaces/{namespace}/secrets/owner").status_code == 200
+    wait_until(lambda: get(api, f"/api/v1/namespaces/{namespace}/configmaps/dependent") is None
+               and get(api, f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles/dependent") is None,
+               message="the Secret's dependents collected")
+
+
+def test_a_dependent_of_a_kind_discovery_lists_stays_while_its_owner_lives(
+        api: httpx.Client, namespace: str, controller_manager: procs.ManagedProcess) -> None:
+    r = api.post(f"/api/v1/namespaces/{namespace}/configmaps",
+                 json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}})
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": r.json()["metadata"]["uid"]}
+    r = api.post(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions", json={
+        "apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": {},
+        "metadata": {"name": "dependent", "ownerReferences": [ref]}})
+    assert r.status_code == 201, r.text
+    time.sleep(1.5)
+    assert get(api, f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions/dependent") is not None
+    api.delete(f"/api/v1/namespaces/{namespace}/configmaps/owner")
+    wait_until(lambda: get(api, f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions/dependent") is None,
+               message="the ControllerRevision collected")

@@ -46,7 +46,7 @@ def private_cluster() -> Iterator[harness.Cluster]:
 
 @pytest.fixture
 def api(private_cluster: harness.Cluster) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=private_cluster.url, timeout=30) as client:
+    with harness.admin_client(private_cluster.url, timeout=30) as client:
         yield client
 
 

@@ -265,11 +265,11 @@ def test_failed_creations_set_the_replica_failure_condition_until_they_succeed(c
 def test_expectations_hold_while_the_watch_is_broken(fresh_cluster):
     """The APIServer restarts while Pods are being created: their ADDED events come late, none is made twice."""
     start_controller_manager(fresh_cluster, name="cm-broken-watch")
-    with httpx.Client(base_url=fresh_cluster.url, timeout=30) as api:
+    with harness.admin_client(fresh_cluster.url, timeout=30) as api:
         create_rc(api, "default", 40)
         wait_until(lambda: len(list_pods(api, "default")) >= 5, message="the first Pods")
         fresh_cluster.apiserver.process.restart()
-    with httpx.Client(base_url=fresh_cluster.url, timeout=30) as api:
+    with harness.admin_client(fresh_cluster.url, timeout=30) as api:
         wait_active(api, "default", 40, timeout=60)
         time.sleep(2.0)
         assert len(list_pods(api, "default")) == 40
@@ -278,7 +278,7 @@ def test_expectations_hold_while_the_watch_is_broken(fresh_cluster):
 
 def test_restarting_the_controller_manager_mid_scale_up_leaves_exactly_the_replicas(fresh_cluster):
     proc = start_controller_manager(fresh_cluster, name="cm-killed")
-    with httpx.Client(base_url=fresh_cluster.url, timeout=30) as api:
+    with harness.admin_client(fresh_cluster.url, timeout=30) as api:
         create_rc(api, "default", 150)
         wait_until(lambda: len(list_pods(api, "default")) >= 10, message="the first Pods")
         proc.kill()

@@ -23,9 +23,9 @@ from tests import harness
 
 def start_controller_manager(cluster: harness.Cluster, *args: str, name: str = "controller-manager",
                              leader_elect: bool = False) -> procs.ManagedProcess:
-    """A controller-manager process on ``cluster``, ready once /healthz answers."""
+    """A controller-manager process on ``cluster`` under its own identity, ready once /healthz answers."""
     port = procs.free_port()
-    argv = ["--master", cluster.url, "--health-port", str(port), "-v", "4"]
+    argv = [*cluster.component_args("controller-manager"), "--health-port", str(port), "-v", "4"]
     if not leader_elect:
         argv.append("--leader-elect=false")
     return cluster.start_component("controller_manager", [*argv, *args], name=name,
@@ -147,7 +147,7 @@ class Heartbeats:
         self.nodes = set(nodes)
         self._interval = interval
         self._stop = threading.Event()
-        self._client = httpx.Client(base_url=base_url, timeout=10)
+        self._client = harness.admin_client(base_url, timeout=10)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> Self:

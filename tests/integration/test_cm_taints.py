@@ -136,7 +136,7 @@ def test_kubectl_taint_evicts_and_the_rc_replaces(controller_manager, api, names
     pods = wait_until(lambda: (p if len(p := list_pods(api, namespace)) == 2 else None), message="two replicas")
     for pod in pods:
         bind(api, namespace, pod["metadata"]["name"], node)
-    result = subprocess.run(["kubectl", "--server", cluster.url, "taint", "nodes", node, "key=value:NoExecute"],
+    result = subprocess.run(["kubectl", "--kubeconfig", str(cluster.kubeconfig()), "taint", "nodes", node, "key=value:NoExecute"],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"node/{node} tainted"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from machinery.api.kinds import EVENTS, PODS
-from machinery.client import Client, ClientConfig
+from machinery.client import Client
 from machinery.events import NORMAL, WARNING, EventBroadcaster
 from tests import harness
 from tests.kube import pod
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_repeated_events_aggregate_on_one_object(cluster: harness.Cluster, namespace: str) -> None:
-    async with Client(ClientConfig(cluster.url)) as client:
+    async with Client(cluster.config()) as client:
         target = await client.create(PODS, pod("web"), namespace=namespace)
         broadcaster = EventBroadcaster(client)
         writer = asyncio.create_task(broadcaster.run())

@@ -98,7 +98,7 @@ class Watched:
 
 @pytest.fixture
 async def client(cluster: harness.Cluster) -> AsyncIterator[Client]:
-    async with Client(ClientConfig(cluster.url)) as c:
+    async with Client(cluster.config()) as c:
         yield c
 
 
@@ -152,9 +152,9 @@ async def test_store_equals_a_fresh_list_after_a_thousand_mixed_writes(client: C
         await watched.close()
 
 
-async def changes_through(url: str, namespace: str, victims: list[str]) -> None:
+async def changes_through(config: ClientConfig, namespace: str, victims: list[str]) -> None:
     """Create, update and delete Pods through another APIServer while the watched one is down."""
-    async with Client(ClientConfig(url)) as other:
+    async with Client(config) as other:
         await churn(other, namespace, 60, prefix="meanwhile", seed=11)
         for name in victims[:10]:
             await other.patch(PODS, name, {"metadata": {"labels": {"changed": "once"}}}, namespace=namespace)
@@ -169,7 +169,7 @@ async def outage(cluster: harness.Cluster, namespace: str, victims: list[str],
     second = await asyncio.to_thread(harness.start_apiserver, cluster.etcd.url, cluster.workdir)
     try:
         await asyncio.to_thread(cluster.apiserver.process.kill)
-        await changes_through(second.url, namespace, victims)
+        await changes_through(second.config(), namespace, victims)
         if during is not None:
             await asyncio.to_thread(during)
     finally:
@@ -184,7 +184,7 @@ async def seeded(client: Client, namespace: str, count: int) -> list[str]:
 
 
 async def fresh_client(cluster: harness.Cluster) -> Client:
-    client = Client(ClientConfig(cluster.url))
+    client = Client(cluster.config())
     async with asyncio.timeout(30):
         while True:
             try:

@@ -95,7 +95,7 @@ def test_get_output_formats(kubectl: Kubectl, namespace: str) -> None:
 def test_get_watch_prints_changes(kubectl: Kubectl, cluster: harness.Cluster, namespace: str) -> None:
     import subprocess
     import time
-    cmd = [str(kubectl.path), "--server", cluster.url, "--cache-dir", str(kubectl.home / "cache"), "-n", namespace,
+    cmd = [str(kubectl.path), *kubectl.connection(), "--cache-dir", str(kubectl.home / "cache"), "-n", namespace,
            "get", "pods", "-w", "--request-timeout=20s"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env={"HOME": str(kubectl.home), "PATH": "/usr/bin:/bin"}) as watcher:

@@ -1,8 +1,9 @@
 """The real kubectl (1.27, 1.30, 1.33) against a real APIServer: version, api-resources, explain, get.
 
 These are the requests kubectl makes before and around any CRUD: /version,
-aggregated discovery (v2beta1 for 1.27, v2 later), the OpenAPI v2 (1.27) and
-v3 documents, and server-side Tables. Each kubectl gets its own discovery
+aggregated discovery (v2beta1 for 1.27, v2 later), the OpenAPI v2 (1.27's
+apply, and every version's ``explain --output=plaintext-openapiv2``) and v3
+documents, and server-side Tables. Each kubectl gets its own discovery
 cache directory, so no run reads what another version cached.
 """
 
@@ -30,7 +31,7 @@ def kubectl(request: pytest.FixtureRequest, cluster: harness.Cluster, tmp_path: 
         pytest.skip(f"{binary} is not installed")
 
     def run(*args: str) -> str:
-        cmd = [str(binary), "--server", cluster.url, "--cache-dir", str(tmp_path / "cache"), *args]
+        cmd = [str(binary), "--kubeconfig", str(cluster.kubeconfig()), "--cache-dir", str(tmp_path / "cache"), *args]
         done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60,
                               env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
         assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
@@ -62,6 +63,46 @@ def test_explain_follows_the_openapi_documents(kubectl: Callable[..., str]) -> N
         assert field in out
     recursive = kubectl("explain", "rc.spec", "--recursive")
     assert "replicas\t<integer>" in recursive and "containers\t<[]Container> -required-" in recursive
+
+
+def test_explain_reads_openapi_v2_when_asked(kubectl: Callable[..., str]) -> None:
+    out = kubectl("explain", "pod.spec.affinity", "--output=plaintext-openapiv2")
+    assert "KIND:     Pod" in out and "RESOURCE: affinity <Object>" in out
+    assert "nodeAffinity\t<Object>" in out and "Describes node affinity scheduling rules for the pod." in out
+    ports = kubectl("explain", "deployment.spec.template.spec.containers.ports", "--output=plaintext-openapiv2")
+    assert "containerPort\t<integer> -required-" in ports
+
+
+def test_apply_updates_a_builtin_kind_with_a_patch_from_openapi_v2(kubectl: Callable[..., str], api: httpx.Client,
+                                                                   namespace: str, tmp_path: Path) -> None:
+    """kubectl 1.27 computes apply's strategic merge patch from /openapi/v2 (later ones from v3).
+
+    With the empty v2 document served before, 1.27 fell back to its compiled-in types; this keeps
+    the published merge keys honest now that it reads them.
+    """
+    manifest = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: NS}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: a, image: nginx, env: [{name: A1, value: "1"}, {name: A2, value: "1"}]}
+      - {name: b, image: busybox}
+""".replace("NS", namespace)
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(manifest)
+    second.write_text(manifest.replace('{name: A2, value: "1"}', '{name: A2, value: "2"}').replace(
+        "image: busybox", "image: busybox:2"))
+    assert "created" in kubectl("apply", "-f", str(first))
+    assert "configured" in kubectl("apply", "-f", str(second))
+    containers = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()[
+        "spec"]["template"]["spec"]["containers"]
+    # Lists merged by their keys (name), as the definitions' x-kubernetes-patch-merge-key says.
+    assert [(c["name"], c["image"], c.get("env")) for c in containers] == [
+        ("a", "nginx", [{"name": "A1", "value": "1"}, {"name": "A2", "value": "2"}]), ("b", "busybox:2", None)]
 
 
 def test_get_prints_server_side_columns(kubectl: Callable[..., str], api: httpx.Client, namespace: str) -> None:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def test_density_reports_its_figures(fresh_cluster: harness.Cluster, tmp_path: Path) -> None:
     sim = start_kubelet_sim(fresh_cluster, tmp_path, nodes=4)
     try:
-        figures = asyncio.run(density(fresh_cluster.url, nodes=4, pods=12, kubelet_pid=sim.process.pid,
+        figures = asyncio.run(density(fresh_cluster.config(), nodes=4, pods=12, kubelet_pid=sim.process.pid,
                                       renew_interval=1.0, timeout=120))
     finally:
         sim.process.stop()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,14 +39,15 @@ class KubeletSim:
     def remove(self) -> None:
         """Stop the process, then delete its Nodes and Leases: the session's APIServer is shared."""
         self.process.stop()
-        with httpx.Client(base_url=self.api_url, timeout=10) as api:
+        with harness.admin_client(self.api_url, timeout=10) as api:
             for name in self.nodes:
                 api.delete(f"/api/v1/nodes/{name}")
                 api.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
 
 
 def start_kubelet_sim(cluster: harness.Cluster, workdir: Path, *, nodes: int = 2, prefix: str | None = None,
-                      kubelet_port: int | None = None, renew: str = "1s") -> KubeletSim:
+                      kubelet_port: int | None = None, renew: str = "1s",
+                      extra_args: Sequence[str] = ()) -> KubeletSim:
     """A kubelet_sim with ``nodes`` nodes named ``<prefix>-<i>``, fast timings, and ready to serve."""
     prefix = prefix or f"k{uuid.uuid4().hex[:6]}"
     profile = {
@@ -62,8 +63,9 @@ def start_kubelet_sim(cluster: harness.Cluster, workdir: Path, *, nodes: int = 2
     path.write_text(yaml.safe_dump(profile))
     health = procs.free_port()
     port = kubelet_port or procs.free_port()
-    args = ["--master", cluster.url, "--node-profile", str(path), "--health-port", str(health),
-            "--kubelet-port", str(port), f"--node-lease-renew-interval={renew}"]
+    # Nodes named after the test act as the admin: only node-N have tokens.
+    args = ["--kubeconfig", str(cluster.kubeconfig()), "--node-profile", str(path), "--health-port", str(health),
+            "--kubelet-port", str(port), f"--node-lease-renew-interval={renew}", *extra_args]
     process = cluster.start_component("kubelet_sim", args, name=f"kubelet-{prefix}",
                                       ready_url=f"http://127.0.0.1:{health}/readyz")
     return KubeletSim(process, [f"{prefix}-{i}" for i in range(1, nodes + 1)], port, cluster.url)
@@ -115,9 +117,12 @@ def test_nodes_register_with_the_kubelets_fields(api: httpx.Client, kubelet: Kub
                                                                       "Hostname": kubelet.nodes[0]}
     assert status["daemonEndpoints"] == {"kubeletEndpoint": {"Port": kubelet.kubelet_port}}
     assert status["nodeInfo"]["kubeletVersion"].startswith("v1.32")
-    events = api.get("/api/v1/namespaces/default/events",
-                     params={"fieldSelector": f"involvedObject.name={kubelet.nodes[0]}"}).json()["items"]
-    assert {"Starting", "NodeReady"} <= {e["reason"] for e in events}
+    # The recorder writes Events in the background, after the status that they report.
+    def node_events() -> list[dict[str, Any]] | None:
+        items: list[dict[str, Any]] = api.get("/api/v1/namespaces/default/events", params={
+            "fieldSelector": f"involvedObject.name={kubelet.nodes[0]}"}).json()["items"]
+        return items if {"Starting", "NodeReady"} <= {e["reason"] for e in items} else None
+    events = harness.wait_for(node_events, timeout=20, message="the Starting and NodeReady Events")
     assert {e["source"]["component"] for e in events} == {"kubelet"}
 
 
@@ -135,7 +140,8 @@ def test_leases_are_renewed_every_interval(api: httpx.Client, kubelet: KubeletSi
 def test_a_stopped_node_stops_its_heartbeats_and_recovers(api: httpx.Client, kubelet: KubeletSim,
                                                           namespace: str) -> None:
     name = kubelet.nodes[0]
-    stopped = httpx.post(f"http://127.0.0.1:{kubelet.kubelet_port}/nodes/{name}/stop", timeout=10)
+    # Through the APIServer's nodes/proxy, to the kubelet hosting the node (over HTTPS, as the APIServer).
+    stopped = api.post(f"/api/v1/nodes/{name}/proxy/stop")
     assert stopped.json() == {"node": name, "stopped": True}
     # A Pod bound to the stopped node is not seen by its kubelet meanwhile.
     r = api.post(f"/api/v1/namespaces/{namespace}/pods", json=pod("late", node=name))
@@ -145,7 +151,10 @@ def test_a_stopped_node_stops_its_heartbeats_and_recovers(api: httpx.Client, kub
                      message="the other node's renewals to go on")
     assert _renewed(api, name) == frozen
     assert "containerStatuses" not in api.get(f"/api/v1/namespaces/{namespace}/pods/late").json()["status"]
-    started = httpx.post(f"http://127.0.0.1:{kubelet.kubelet_port}/nodes/{name}/start", timeout=10)
+    # A stopped node's kubelet answers nothing else, through the APIServer either.
+    unreachable = api.get(f"/api/v1/nodes/{name}/proxy/healthz")
+    assert unreachable.status_code == 503, unreachable.text
+    started = api.post(f"/api/v1/nodes/{name}/proxy/start")
     assert started.json() == {"node": name, "stopped": False}
     harness.wait_for(lambda: _renewed(api, name) > frozen, timeout=10, message="renewals to resume")
     late = f"/api/v1/namespaces/{namespace}/pods/late"
@@ -158,16 +167,16 @@ def test_the_kubesim_node_command(api: httpx.Client, cluster: harness.Cluster, k
     parser = argparse.ArgumentParser()
     node_command.add_arguments(parser)
     name = kubelet.nodes[1]
-    assert node_command.main(parser.parse_args(["stop", name, "--server", cluster.url])) == 0
+    assert node_command.main(parser.parse_args(["stop", name, "--kubeconfig", str(cluster.kubeconfig())])) == 0
     assert capsys.readouterr().out == f"node/{name} stopped\n"
     frozen = _renewed(api, name)
     harness.wait_for(lambda: _renewed(api, kubelet.nodes[0]) > frozen + dt.timedelta(seconds=2), timeout=15,
                      message="time to pass")
     assert _renewed(api, name) == frozen
-    assert node_command.main(parser.parse_args(["start", name, "--server", cluster.url])) == 0
+    assert node_command.main(parser.parse_args(["start", name, "--kubeconfig", str(cluster.kubeconfig())])) == 0
     assert capsys.readouterr().out == f"node/{name} started\n"
     harness.wait_for(lambda: _renewed(api, name) > frozen, timeout=10, message="renewals to resume")
-    assert node_command.main(parser.parse_args(["stop", "no-such-node", "--server", cluster.url])) == 1
+    assert node_command.main(parser.parse_args(["stop", "no-such-node", "--kubeconfig", str(cluster.kubeconfig())])) == 1
     assert 'nodes "no-such-node" not found' in capsys.readouterr().err
 
 

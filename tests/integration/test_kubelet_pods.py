@@ -211,7 +211,8 @@ def test_kubectl_logs(api: httpx.Client, cluster: harness.Cluster, kubelet: Kube
     _wait_phase(api, namespace, "chatty", "Running")
     kubectl = shutil.which("kubectl")
     assert kubectl is not None
-    out = subprocess.run([kubectl, "--server", cluster.url, "-n", namespace, "logs", "chatty", "--tail=2"],
+    out = subprocess.run([kubectl, "--kubeconfig", str(cluster.kubeconfig()), "-n", namespace, "logs", "chatty",
+                          "--tail=2"],
                          check=False, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stdout.splitlines()) == (0, ["two", "three"]), out.stderr
 
@@ -221,7 +222,7 @@ def test_following_logs_streams_until_the_container_exits(api: httpx.Client, clu
     _create(api, namespace, _annotated("short", kubelet.nodes[0], {
         "kubesim.io/run-seconds": "1.5", "kubesim.io/ready-after-seconds": "0.5"}, restartPolicy="Never"))
     _wait_phase(api, namespace, "short", "Running")
-    with httpx.Client(base_url=cluster.url, timeout=httpx.Timeout(10, read=20)) as client, \
+    with harness.admin_client(cluster.url, timeout=httpx.Timeout(10, read=20)) as client, \
             client.stream("GET", f"/api/v1/namespaces/{namespace}/pods/short/log",
                           params={"follow": "true"}) as response:
         lines = list(response.iter_lines())

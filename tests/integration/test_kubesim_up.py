@@ -1,11 +1,13 @@
-"""`kubesim up`: the cluster starts, its kubeconfig works with kubectl, and SIGTERM leaves nothing behind."""
+"""`kubesim up`: the cluster starts secure, its kubeconfig works with kubectl, and SIGTERM leaves nothing behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import httpx
 import pytest
 
 from kubesim import procs
+from machinery.client.config import load_kubeconfig
 from tests import harness
 
 pytestmark = pytest.mark.integration
@@ -59,27 +62,50 @@ def _alive(pid: int) -> bool:
 
 
 def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> None:
-    port, etcd_port = procs.free_port(), procs.free_port()
+    port, etcd_port, insecure_port = procs.free_port(), procs.free_port(), procs.free_port()
     data = tmp_path / "data"
     proc = subprocess.Popen(
         [sys.executable, "-m", "kubesim", "up", "--port", str(port), "--etcd-port", str(etcd_port),
-         "--data-dir", str(data), "--no-color"],
+         "--data-dir", str(data), "--no-color", "--insecure-port", str(insecure_port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        url = f"http://127.0.0.1:{port}"
+        url = f"https://127.0.0.1:{port}"
         harness.wait_for(lambda: procs.http_ok(f"{url}/readyz"), timeout=60, message="kubesim up ready")
         kubeconfig = data / "kubeconfig"
         harness.wait_for(kubeconfig.exists, message="kubeconfig written")
         assert (data / "etcd").is_dir()
         assert (data / "logs" / "apiserver.log").exists() and (data / "logs" / "etcd.log").exists()
-        with httpx.Client(base_url=url) as api:
+        # Certificates, keys, tokens and kubeconfigs are the owner's only.
+        for path in [*(data / "pki").iterdir(), kubeconfig, data / "scheduler.conf", data / "kubelet.conf"]:
+            assert oct(path.stat().st_mode & 0o777) == "0o600", path
+        config = load_kubeconfig(kubeconfig)
+        assert config.server == url and config.tls.ca and config.tls.cert
+        with httpx.Client(**config.httpx_options()) as api:
             harness.wait_for(lambda: api.get("/api/v1/namespaces/kube-system").status_code == 200)
+            me = api.post("/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                          json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}).json()
+            assert me["status"]["userInfo"]["username"] == "kubernetes-admin"
+            assert "system:masters" in me["status"]["userInfo"]["groups"]
+        with httpx.Client(base_url=url, verify=ssl.create_default_context(cafile=str(data / "pki" / "ca.crt"))) \
+                as anonymous:
+            assert anonymous.get("/api/v1/namespaces/default/pods").status_code == 403
+            assert anonymous.get("/healthz").status_code == 200
+        with httpx.Client(base_url=f"http://127.0.0.1:{insecure_port}") as plain:
+            assert plain.get("/api/v1/namespaces/default/pods").status_code == 200
         if shutil.which("kubectl"):
             out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "namespaces"],
                                  capture_output=True, text=True, timeout=60, check=False)
             assert out.returncode == 0, out.stderr
             assert "kube-system" in out.stdout and "Active" in out.stdout
         harness.wait_for((data / "components.json").exists, timeout=60, message="components started")
+        # metrics-server registered itself with the aggregation layer, which found it answering.
+        with httpx.Client(**config.httpx_options()) as api:
+            def metrics_available() -> bool:
+                found = api.get("/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io")
+                conditions = found.json().get("status", {}).get("conditions", []) if found.status_code == 200 else []
+                return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
+            harness.wait_for(metrics_available, timeout=60, message="the metrics APIService available")
+            assert api.get("/apis/metrics.k8s.io/v1beta1/nodes").status_code == 200
         children = _children_of(proc.pid)
         assert len(children) >= 5, "etcd, the APIServer and the three components should be running"
         status = subprocess.run([sys.executable, "-m", "kubesim", "status", "--data-dir", str(data)],
@@ -97,6 +123,13 @@ def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> Non
             timeout=60, message="the scheduler restarted")
         assert restarted
         assert _alive(apiserver)
+        # Every component acts as itself: the audit log (Metadata level) names them.
+        def audited_users() -> set[str]:
+            lines = (data / "logs" / "audit.log").read_bytes().splitlines()
+            return {json.loads(line)["user"].get("username", "") for line in lines}
+        harness.wait_for(lambda: {"system:kube-scheduler", "system:kube-controller-manager",
+                                  "system:node:node-1"} <= audited_users(), timeout=60,
+                         message="the components' own identities in the audit log")
         children = _children_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=60)
@@ -106,6 +139,7 @@ def test_up_serves_writes_kubeconfig_and_stops_everything(tmp_path: Path) -> Non
             proc.wait(10)
     assert proc.returncode == 0, output
     assert f"API: {url}" in output
+    assert "with no authentication or authorization (--insecure-port)" in output
     assert "kubesim: scheduler exited with code -9; its last lines:" in output
     assert "kubesim: restarting scheduler" in output
     assert f"export KUBECONFIG={data.resolve() / 'kubeconfig'}" in output
@@ -129,7 +163,7 @@ def test_up_refuses_a_busy_port(tmp_path: Path) -> None:
 
 def test_apiserver_compacts_etcd_periodically(tmp_path: Path) -> None:
     with harness.cluster(apiserver_args=["--etcd-compaction-interval", "1s"], workdir=tmp_path) as c, \
-            httpx.Client(base_url=c.url) as api:
+            harness.admin_client(c.url) as api:
         harness.wait_for(lambda: api.get("/api/v1/namespaces/default").status_code == 200)
         first = api.post("/api/v1/namespaces/default/pods", json={
             "metadata": {"name": "c0"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}).json()

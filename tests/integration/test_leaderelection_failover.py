@@ -49,7 +49,7 @@ async def candidate_main(rt: process.Runtime) -> None:
     await rt.lead(work)
 
 
-Start = Callable[[str, str], tuple[procs.ManagedProcess, str]]
+Start = Callable[..., tuple[procs.ManagedProcess, str]]
 
 
 @pytest.fixture
@@ -57,14 +57,14 @@ def start(cluster: harness.Cluster) -> Iterator[Start]:
     """Starts a candidate process (stopped by pid at teardown); returns it and its identity."""
     started: list[procs.ManagedProcess] = []
 
-    def start_candidate(lease: str, name: str) -> tuple[procs.ManagedProcess, str]:
+    def start_candidate(lease: str, name: str, *extra: str) -> tuple[procs.ManagedProcess, str]:
         port = procs.free_port()
         proc = procs.python_module(
             "tests.integration.test_leaderelection_failover",
-            ["--master", cluster.url, "--health-port", str(port), f"--leader-elect-resource-name={lease}",
+            ["--kubeconfig", str(cluster.kubeconfig()), "--health-port", str(port), f"--leader-elect-resource-name={lease}",
              f"--leader-elect-lease-duration={LEASE_DURATION}s",
              f"--leader-elect-renew-deadline={RENEW_DEADLINE}s",
-             f"--leader-elect-retry-period={int(RETRY_PERIOD * 1000)}ms"],
+             f"--leader-elect-retry-period={int(RETRY_PERIOD * 1000)}ms", *extra],
             name=name, log_path=cluster.workdir / "logs" / f"{name}-{lease}.log",
             ready_url=f"http://127.0.0.1:{port}/healthz")
         started.append(proc)
@@ -79,8 +79,8 @@ def start(cluster: harness.Cluster) -> Iterator[Start]:
         proc.stop()
 
 
-def lease_spec(api: httpx.Client, name: str) -> dict[str, Any]:
-    r = api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{name}")
+def lease_spec(api: httpx.Client, name: str, namespace: str = "kube-system") -> dict[str, Any]:
+    r = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
     return r.json().get("spec", {}) if r.status_code == 200 else {}
 
 
@@ -145,6 +145,35 @@ def test_a_paused_leader_loses_the_lease_stops_and_exits_1(api: httpx.Client, st
     # a never worked while b did: every line a wrote predates b's first.
     assert max(work_times(a.log_path, a_id)) < min(work_times(b.log_path, b_id))
     assert lease_spec(api, lease)["holderIdentity"] == b_id
+
+
+def test_a_deleted_lease_is_created_again_by_its_leader(api: httpx.Client, start: Start) -> None:
+    lease = f"itest-{uuid.uuid4().hex[:8]}"
+    a, a_id = start(lease, "deleted-a")
+    harness.wait_for(lambda: lease_spec(api, lease).get("holderIdentity") == a_id, timeout=15,
+                     message="a to lead")
+    for _ in range(3):
+        r = api.delete(f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease}")
+        assert r.status_code == 200
+        harness.wait_for(lambda: lease_spec(api, lease).get("holderIdentity") == a_id, timeout=RENEW_DEADLINE,
+                         message="a to create its Lease again")
+    assert a.alive()
+    before = len(work_times(a.log_path, a_id))
+    harness.wait_for(lambda: len(work_times(a.log_path, a_id)) > before + 3, timeout=5, message="a to go on")
+
+
+def test_a_missing_lease_namespace_is_waited_for_not_fatal(api: httpx.Client, start: Start) -> None:
+    lease, namespace = f"itest-{uuid.uuid4().hex[:8]}", f"le-{uuid.uuid4().hex[:8]}"
+    a, a_id = start(lease, "nsless-a", f"--leader-elect-resource-namespace={namespace}")
+    harness.wait_for(lambda: "not found" in a.log_path.read_text(), timeout=10,
+                     message="a to say what is missing")
+    time.sleep(LEASE_DURATION)
+    assert a.alive() and work_times(a.log_path, a_id) == []
+    assert api.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}).status_code == 201
+    harness.wait_for(lambda: lease_spec(api, lease, namespace).get("holderIdentity") == a_id,
+                     timeout=LEASE_DURATION + 5, message="a to lead once the namespace exists")
+    harness.wait_for(lambda: work_times(a.log_path, a_id), timeout=5, message="a to work")
+    api.delete(f"/api/v1/namespaces/{namespace}")
 
 
 if __name__ == "__main__":

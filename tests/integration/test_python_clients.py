@@ -6,8 +6,9 @@ import asyncio
 import json
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client, config, watch
 from kubernetes_asyncio import client as aclient
+from kubernetes_asyncio import config as aconfig
 from kubernetes_asyncio import watch as awatch
 
 from tests import harness
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def v1(cluster: harness.Cluster) -> client.CoreV1Api:
-    conf = client.Configuration(host=cluster.url)
+    # The kubeconfig as kubesim up writes it (embedded CA, admin client certificate), read by the client itself.
+    conf = client.Configuration()
+    config.load_kube_config(config_file=str(cluster.kubeconfig()), client_configuration=conf)
     with client.ApiClient(conf) as api_client:
         yield client.CoreV1Api(api_client)
 
@@ -71,7 +74,8 @@ def test_every_kind_deserializes(v1: client.CoreV1Api, namespace: str) -> None:
 
 def test_kubernetes_asyncio_client(cluster: harness.Cluster, namespace: str) -> None:
     async def run() -> list[str]:
-        conf = aclient.Configuration(host=cluster.url)
+        conf = aclient.Configuration()
+        await aconfig.load_kube_config(config_file=str(cluster.kubeconfig()), client_configuration=conf)
         async with aclient.ApiClient(conf) as api_client:
             v1 = aclient.CoreV1Api(api_client)
             await v1.create_namespaced_pod(namespace, {"metadata": {"name": "aio"},

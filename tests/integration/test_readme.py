@@ -2,9 +2,18 @@
 
 Commands are the ``$ `` lines of the README's ``console`` blocks (with their heredocs); each block
 is followed by ``<!-- expect: REGEX -->`` comments that its output must match (multiline). The
-quickstart's ``make`` targets are checked with ``make -n``; its other commands run too.
+quickstart's ``make`` targets are checked with ``make -n``; its other commands run too, and so do those of
+``sh`` blocks. ``bash`` blocks are commands for other machines (several-machine setups, Docker): shown,
+not run.
 Commands run in order in one scratch directory holding the cluster's data dir (``.kubesim``), with
-the cluster's real port in place of 8080 and this interpreter's ``bin`` in place of ``.venv/bin``.
+the cluster's real port in place of 6443 and this interpreter's ``bin`` in place of ``.venv/bin``.
+
+The APIServer serves HTTPS only, and the README reads it with curl through ``kubectl proxy`` (plain
+HTTP on 127.0.0.1:8001, the proxy authenticating as the kubeconfig's user). The test runs that proxy
+itself, on a free port and stopped by its pid at the end, so that nothing a README command would
+start in the background outlives the test: a ``kubectl proxy`` command is not run, and
+127.0.0.1:8001 (and 8080, the port of the README before the APIServer was secure) point at the
+test's proxy.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,19 +83,40 @@ def test_the_readme_is_parsed_as_expected() -> None:
     assert any("kubectl apply -f - <<'EOF'" in c and c.endswith("EOF") for b in console for c in b.commands)
 
 
+@dataclass
+class Live:
+    workdir: Path
+    port: int
+    proxy_port: int
+
+
 @pytest.fixture
-def live(tmp_path: Path) -> tuple[Path, int]:
+def live(tmp_path: Path) -> Iterator[Live]:
     port, etcd_port = procs.free_port(), procs.free_port()
     env = {**os.environ, "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "kubesim", "up", "--port", str(port), "--etcd-port",
                              str(etcd_port), "--data-dir", str(tmp_path / ".kubesim"), "--quiet", "--no-color"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
+    proxy: procs.ManagedProcess | None = None
     try:
         harness.wait_for(lambda: (tmp_path / ".kubesim" / "components.json").exists(), timeout=90,
                          message="kubesim up with every component ready")
-        yield tmp_path, port
+        proxy_port = procs.free_port()
+        kubectl = shutil.which("kubectl")
+        if kubectl is not None:
+            proxy = procs.ManagedProcess(
+                "kubectl-proxy", [kubectl, "proxy", f"--port={proxy_port}", "--kubeconfig",
+                                  str(tmp_path / ".kubesim" / "kubeconfig")],
+                log_path=tmp_path / "kubectl-proxy.log",
+                ready=lambda: procs.http_ok(f"http://127.0.0.1:{proxy_port}/version"),
+                env={"HOME": str(tmp_path)})
+            proxy.start()
+            proxy.wait_ready(30)
+        yield Live(tmp_path, port, proxy_port)
     finally:
+        if proxy is not None:
+            proxy.stop()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(60)
@@ -94,8 +125,8 @@ def live(tmp_path: Path) -> tuple[Path, int]:
             proc.wait(10)
 
 
-def test_every_readme_command_runs_and_prints_what_it_says(live: tuple[Path, int]) -> None:
-    workdir, port = live
+def test_every_readme_command_runs_and_prints_what_it_says(live: Live) -> None:
+    workdir, port = live.workdir, live.port
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     bindir = str(Path(sys.executable).parent)
@@ -117,7 +148,13 @@ def test_every_readme_command_runs_and_prints_what_it_says(live: tuple[Path, int
                 args = [a for a in shlex.split(command)[2:] if a.startswith("ARGS=")]
                 assert all(a.removeprefix("ARGS=") in done.stdout for a in args), (command, done.stdout)
                 continue
-            concrete = command.replace("127.0.0.1:8080", f"127.0.0.1:{port}").replace(".venv/bin/", f"{bindir}/")
+            if command.startswith("kubectl proxy"):
+                # The test's own proxy stands for it (see the module docstring).
+                continue
+            concrete = (command.replace("127.0.0.1:6443", f"127.0.0.1:{port}")
+                        .replace("127.0.0.1:8001", f"127.0.0.1:{live.proxy_port}")
+                        .replace("127.0.0.1:8080", f"127.0.0.1:{live.proxy_port}")
+                        .replace(".venv/bin/", f"{bindir}/"))
             done = subprocess.run(["bash", "-e", "-c", concrete], cwd=workdir, env=env, capture_output=True,
                                   text=True, timeout=120, check=False)
             assert done.returncode == 0, f"README command failed ({done.returncode}):\n{command}\n" \

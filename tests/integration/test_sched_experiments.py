@@ -33,7 +33,7 @@ def sched_cluster() -> Iterator[tuple[harness.Cluster, str]]:
                           "  pluginConfig:\n  - name: NodeResourcesFit\n"
                           "    args: {scoringStrategy: {type: MostAllocated}}\n")
         port = procs.free_port()
-        c.start_component("scheduler", ["--master", c.url, "--health-port", str(port), "--leader-elect=false",
+        c.start_component("scheduler", [*c.component_args("scheduler"), "--health-port", str(port), "--leader-elect=false",
                                         "--config", str(config)],
                           ready_url=f"http://{procs.LOOPBACK}:{port}/readyz")
         yield c, f"http://{procs.LOOPBACK}:{port}/metrics"
@@ -41,7 +41,7 @@ def sched_cluster() -> Iterator[tuple[harness.Cluster, str]]:
 
 @pytest.fixture
 def api(sched_cluster: tuple[harness.Cluster, str]) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sched_cluster[0].url, timeout=30) as client:
+    with harness.admin_client(sched_cluster[0].url, timeout=30) as client:
         yield client
 
 
@@ -258,10 +258,21 @@ def test_a_second_profile_serves_its_scheduler_name(api: httpx.Client, ns: str,
     assert not get_pod(api, ns, "nobody").get("status", {}).get("conditions")
 
 
+def priority_class(api: httpx.Client, value: int) -> str:
+    """A PriorityClass of this value (the Priority admission plugin turns it into spec.priority)."""
+    name = f"p{value}-{uuid.uuid4().hex[:6]}"
+    r = api.post("/apis/scheduling.k8s.io/v1/priorityclasses",
+                 json={"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                       "value": value})
+    assert r.status_code == 201, r.text
+    return name
+
+
 def test_preemption_evicts_a_lower_priority_pod(api: httpx.Client, ns: str, make_node: Callable[..., str]) -> None:
     node = make_node("small", cpu="2")
-    create_pod(api, ns, "victim", cpu="2", priority=1, nodeName=node)
-    create_pod(api, ns, "vip", cpu="2", priority=1000)
+    create_pod(api, ns, "victim", cpu="2", priorityClassName=priority_class(api, 1), nodeName=node)
+    create_pod(api, ns, "vip", cpu="2", priorityClassName=priority_class(api, 1000))
+    assert get_pod(api, ns, "vip")["spec"]["priority"] == 1000
 
     def deleting() -> bool:
         return bool(get_pod(api, ns, "victim")["metadata"].get("deletionTimestamp"))

@@ -18,13 +18,14 @@ PODS = 120
 
 @pytest.fixture
 def api(fresh_cluster: harness.Cluster) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=fresh_cluster.url, timeout=30) as client:
+    with harness.admin_client(fresh_cluster.url, timeout=30) as client:
         yield client
 
 
 def start_scheduler(cluster: harness.Cluster, *flags: str) -> procs.ManagedProcess:
     port = procs.free_port()
-    return cluster.start_component("scheduler", ["--master", cluster.url, "--health-port", str(port), *flags],
+    return cluster.start_component("scheduler", [*cluster.component_args("scheduler"), "--health-port", str(port),
+                                                *flags],
                                    ready_url=f"http://{procs.LOOPBACK}:{port}/healthz")
 
 

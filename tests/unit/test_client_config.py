@@ -65,8 +65,19 @@ def test_load_kubeconfig(kubeconfig: Path, context: str | None, expected: Client
                  id="bad-server-url"),
     pytest.param("current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
                  "clusters: [{name: k, cluster: {server: 'http://x'}}]\n"
-                 "users: [{name: u, user: {client-certificate: /x.crt}}]\n", None,
-                 "only supports bearer tokens", id="client-certificates-rejected"),
+                 "users: [{name: u, user: {client-certificate: /x.crt, client-key: /x.key}}]\n", None,
+                 "cannot read client-certificate /x.crt", id="missing-client-certificate"),
+    pytest.param("current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                 "clusters: [{name: k, cluster: {server: 'http://x'}}]\n"
+                 "users: [{name: u, user: {client-certificate-data: AAAA}}]\n", None,
+                 "a client certificate without its key", id="certificate-without-key"),
+    pytest.param("current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                 "clusters: [{name: k, cluster: {server: 'http://x', certificate-authority-data: '%%%'}}]\n",
+                 None, "certificate-authority-data is not valid base64", id="bad-base64"),
+    pytest.param("current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                 "clusters: [{name: k, cluster: {server: 'http://x'}}]\n"
+                 "users: [{name: u, user: {exec: {command: aws}}}]\n", None,
+                 "supports client certificates and bearer tokens", id="exec-plugins-rejected"),
 ])
 def test_load_kubeconfig_errors(tmp_path: Path, text: str, context: str | None, message: str) -> None:
     path = tmp_path / "config"

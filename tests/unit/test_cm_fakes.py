@@ -66,6 +66,9 @@ class FakeInformers:
             informer.add_indexers({n: f for n, f in indexers.items() if not informer.store.has_index(n)})
         return informer
 
+    def existing(self, resource: ResourceInfo[Any]) -> SharedInformer[Any] | None:
+        return self.informers.get(resource.plural)
+
     def list(self, resource: ResourceInfo[Any], objects: list[dict[str, Any]]) -> None:
         self._reflectors[resource.plural].items.put_nowait(
             Listed([self._model(resource, o) for o in objects], str(next(self._rv))))

@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from controller_manager.garbagecollector import GarbageCollector
-from machinery.api.kinds import LEASES, NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS
+from controller_manager.controllers.garbagecollector import GarbageCollector
+from machinery.api.kinds import LEASES, NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS, ResourceInfo
 from machinery.api.meta import format_time, utcnow
-from tests.unit.test_cm_fakes import Api, FakeInformers, context, pod, settle
+from machinery.api.unstructured import Unstructured
+from tests.unit.test_cm_fakes import Api, FakeInformers, context, pod, settle, status
 
 
 def owner(uid: str, name: str = "web", kind: str = "ReplicationController", block: bool = True,
@@ -30,7 +31,8 @@ class Harness:
     def __init__(self, rcs: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
         self.api = Api()
         self.informers = FakeInformers()
-        self.gc = GarbageCollector(context(self.api, self.informers))
+        self.gc = GarbageCollector(context(self.api, self.informers),
+                                   resources=(NAMESPACES, NODES, PODS, REPLICATION_CONTROLLERS, LEASES))
         # The informers hold what the API stores, resourceVersions included, as after a list.
         self.informers.list(REPLICATION_CONTROLLERS, [self.api.put(REPLICATION_CONTROLLERS, o) for o in rcs])
         self.informers.list(PODS, [self.api.put(PODS, o) for o in pods])
@@ -126,7 +128,24 @@ async def test_orphan_deletion_unlinks_the_dependents_then_removes_the_finalizer
 
 
 async def test_owners_of_kinds_kubesim_does_not_serve_are_left_alone() -> None:
-    h = Harness([], [pod("a", owners=[owner("uid-rs", "rs", kind="ReplicaSet", api_version="apps/v1")])])
+    h = Harness([], [pod("a", owners=[owner("uid-w", "w", kind="Widget", api_version="example.com/v1")])])
     async with h.running():
         assert h.deletes() == {}
         assert h.patches("a") == []
+
+
+async def test_owners_of_a_kind_discovery_finds_later_are_looked_up_again() -> None:
+    """A Pod owned by a custom object whose CRD is newer than the collector's last discovery."""
+    widgets = ResourceInfo(group="example.com", version="v1", plural="widgets", singular="widget", kind="Widget",
+                           namespaced=True, model_ref=Unstructured, etcd_resource="example.com/widgets",
+                           definition="com.example.v1.Widget")
+    h = Harness([], [pod("a", owners=[owner("uid-w", "w", kind="Widget", api_version="example.com/v1")])])
+    h.api.rules.append(lambda r: status(404, "NotFound", 'widgets.example.com "w" not found')
+                       if "/widgets/" in r.url.path else None)
+    async with h.running():
+        assert h.deletes() == {}, "an owner of an unknown kind is not assumed absent"
+        h.gc._by_kind[("example.com/v1", "Widget")] = widgets
+        h.gc._recheck_virtual_nodes()
+        await settle()
+        assert h.api.calls("GET", "/apis/example.com/v1/namespaces/ns/widgets/w"), "the owner looked up"
+        assert list(h.deletes()) == ["a"]

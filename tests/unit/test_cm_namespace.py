@@ -6,8 +6,16 @@ from collections import Counter
 
 import pytest
 
-from controller_manager.namespace import NAMESPACED, DeletionReport
-from machinery.api.kinds import EVENTS, LEASES, PODS, REPLICATION_CONTROLLERS
+from controller_manager.controllers.namespace import NAMESPACED, DeletionReport
+from machinery.api.kinds import (
+    CONFIG_MAPS,
+    DEPLOYMENTS,
+    EVENTS,
+    LEASES,
+    PODS,
+    REPLICATION_CONTROLLERS,
+    SECRETS,
+)
 
 OK = {
     "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered"),
@@ -42,4 +50,7 @@ def test_report_conditions(report: DeletionReport, changed: dict[str, tuple[str,
 
 
 def test_every_namespaced_resource_is_emptied() -> None:
-    assert set(NAMESPACED) == {PODS, REPLICATION_CONTROLLERS, EVENTS, LEASES}
+    assert {PODS, REPLICATION_CONTROLLERS, EVENTS, LEASES, DEPLOYMENTS, CONFIG_MAPS, SECRETS} <= set(NAMESPACED)
+    # Only what can be deleted: the namespaced reviews and bindings are never stored.
+    assert all("delete" in r.verbs and r.namespaced for r in NAMESPACED)
+    assert "localsubjectaccessreviews" not in {r.plural for r in NAMESPACED}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes.client import V1Node
 
-from controller_manager.nodelifecycle import (
+from controller_manager.controllers.nodelifecycle import (
     NodeLifecycleController,
     TokenBucket,
     ZoneTainter,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes.client import V1Taint, V1Toleration
 
-from controller_manager.tainteviction import (
+from controller_manager.controllers.tainteviction import (
     TaintEvictionController,
     TimedEvictions,
     matching_tolerations,

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from apiserver.validation import (
     default_namespace,
     default_node,
-    default_object,
     default_pod,
     default_replication_controller,
     prepare_namespace_create,
@@ -24,10 +23,6 @@ from apiserver.validation import (
 )
 
 DIGEST = "sha256:" + "a" * 64
-NOT_READY = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": 300}
-UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-               "tolerationSeconds": 300}
 
 
 def defaulted_pod(**spec: Any) -> dict[str, Any]:
@@ -47,9 +42,6 @@ def test_a_minimal_pod_gets_every_default() -> None:
         "schedulerName": "default-scheduler",
         "securityContext": {},
         "terminationGracePeriodSeconds": 30,
-        "priority": 0,
-        "preemptionPolicy": "PreemptLowerPriority",
-        "tolerations": [NOT_READY, UNREACHABLE],
     }
 
 
@@ -159,39 +151,6 @@ def test_volumes_are_defaulted(volume: dict[str, Any], expected: dict[str, Any])
     assert defaulted_pod(volumes=[volume])["spec"]["volumes"] == [expected]
 
 
-@pytest.mark.parametrize(("tolerations", "expected"), [
-    pytest.param([], [NOT_READY, UNREACHABLE], id="both-added"),
-    pytest.param([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                   "tolerationSeconds": 30}],
-                 [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                   "tolerationSeconds": 30}, UNREACHABLE], id="own-not-ready-kept"),
-    pytest.param([{"operator": "Exists"}], [{"operator": "Exists"}], id="tolerate-everything"),
-    pytest.param([{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}],
-                 [{"key": "node.kubernetes.io/unreachable", "operator": "Exists"},
-                  NOT_READY], id="any-effect-counts"),
-    pytest.param([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}],
-                 [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
-                  NOT_READY,
-                  UNREACHABLE], id="no-schedule-does-not-count"),
-])
-def test_default_toleration_seconds(tolerations: list[dict[str, Any]], expected: list[dict[str,
-                                                                                           Any]]) -> None:
-    assert defaulted_pod(tolerations=copy.deepcopy(tolerations))["spec"]["tolerations"] == expected
-
-
-@pytest.mark.parametrize(("spec", "priority", "policy"), [
-    pytest.param({}, 0, "PreemptLowerPriority", id="no-class"),
-    pytest.param({"priorityClassName": "system-node-critical"}, 2000001000, "PreemptLowerPriority",
-                 id="node-critical"),
-    pytest.param({"priorityClassName": "system-cluster-critical"}, 2000000000, "PreemptLowerPriority",
-                 id="cluster-critical"),
-    pytest.param({"priorityClassName": "batch"}, None, None, id="unknown-class-untouched"),
-])
-def test_priority_admission(spec: dict[str, Any], priority: int | None, policy: str | None) -> None:
-    obj = defaulted_pod(**spec)
-    assert (obj["spec"].get("priority"), obj["spec"].get("preemptionPolicy")) == (priority, policy)
-
-
 @pytest.mark.parametrize(("status", "expected"), [
     pytest.param({"podIP": "10.0.0.5"}, {"podIP": "10.0.0.5", "podIPs": [{"ip": "10.0.0.5"}]},
                  id="ip-to-list"),
@@ -223,7 +182,7 @@ def test_rc_defaults_come_from_its_template() -> None:
     template_spec = obj["spec"]["template"]["spec"]
     assert (template_spec["restartPolicy"], template_spec["terminationGracePeriodSeconds"]) == ("Always", 30)
     assert template_spec["containers"][0]["imagePullPolicy"] == "Always"
-    # What only Pods get (SetDefaults_Pod and admission) stays out of templates.
+    # What only Pods get (SetDefaults_Pod) stays out of templates.
     assert {"enableServiceLinks", "tolerations", "priority"}.isdisjoint(template_spec)
     assert validate_replication_controller(obj) == []
 
@@ -265,19 +224,6 @@ def test_namespace_defaults_and_create_preparation() -> None:
     prepare_namespace_create(created)
     assert created["spec"]["finalizers"] == ["example.com/x", "kubernetes"]
     assert created["status"] == {"phase": "Active"}
-
-
-@pytest.mark.parametrize("kind", ["Event", "Lease", "Binding", "Unknown"])
-def test_kinds_without_defaults_are_untouched(kind: str) -> None:
-    obj = {"metadata": {"name": "x"}, "spec": {}, "type": ""}
-    default_object(kind, obj)
-    assert obj == {"metadata": {"name": "x"}, "spec": {}, "type": ""}
-
-
-def test_default_object_dispatches_by_kind() -> None:
-    obj: dict[str, Any] = {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "a", "image": "x"}]}}
-    default_object("Pod", obj)
-    assert obj["spec"]["restartPolicy"] == "Always"
 
 
 # --- idempotence -----------------------------------------------------------------------------

@@ -13,8 +13,12 @@ import pytest
 from fastapi import FastAPI, Request, Response
 
 from apiserver.errors import APIError
+from apiserver.registry.groups import builtin_resources
+from apiserver.registry.registry import Registry
 from apiserver.routers import discovery
 from machinery.api import kinds, schema
+
+REGISTRY = Registry(builtin_resources())
 
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
@@ -35,27 +39,31 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         return Response(orjson.dumps(exc.status()), status_code=exc.code, media_type="application/json")
 
     app.include_router(discovery.router)
+
+    class Server:
+        registry = REGISTRY
+
+    app.state.server = Server()
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://kubesim:6443") as c:
         yield c
 
 
 def served_groups() -> list[str]:
-    return list(dict.fromkeys(g for g, _ in discovery.served_group_versions() if g))
+    return list(dict.fromkeys(g for g, _ in REGISTRY.group_versions() if g))
 
 
 def expected_entries(group: str, version: str) -> dict[str, dict[str, Any]]:
     """What Kubernetes lists for a group-version, from the resource table."""
     entries: dict[str, dict[str, Any]] = {}
-    if (group, version) == ("", "v1"):
-        entries["bindings"] = {"name": "bindings", "singularName": "binding", "namespaced": True,
-                               "kind": "Binding", "verbs": ["create"]}
-    for ri in kinds.RESOURCES:
+    for resource in REGISTRY.resources():
+        ri = resource.info
         if (ri.group, ri.version) != (group, version):
             continue
         gvk = f"{ri.group}/{ri.version}/{ri.kind}".encode()
         entry: dict[str, Any] = {"name": ri.plural, "singularName": ri.singular, "namespaced": ri.namespaced,
-                                 "kind": ri.kind, "verbs": sorted(ri.verbs),
-                                 "storageVersionHash": base64.b64encode(hashlib.sha256(gvk).digest()[:8]).decode()}
+                                 "kind": ri.kind, "verbs": sorted(ri.verbs)}
+        if resource.stored:
+            entry["storageVersionHash"] = base64.b64encode(hashlib.sha256(gvk).digest()[:8]).decode()
         if ri.short_names:
             entry["shortNames"] = list(ri.short_names)
         if ri.categories:
@@ -127,16 +135,22 @@ async def test_group_list_legacy(client: httpx.AsyncClient) -> None:
     body = (await client.get("/apis", headers={"Accept": "application/json"})).json()
     assert body["kind"] == "APIGroupList" and body["apiVersion"] == "v1"
     names = [g["name"] for g in body["groups"]]
-    # kube-aggregator's priorities order them; the subresource-only groups are listed too.
-    assert names == ["autoscaling", "policy", "coordination.k8s.io"]
-    assert set(names) >= {ri.group for ri in kinds.RESOURCES if ri.group}
+    # kube-aggregator's priorities order them, as `kubectl get --raw /apis` shows on Kubernetes 1.32.
+    assert names == ["apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+                     "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io",
+                     "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+                     "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+                     "discovery.k8s.io", "flowcontrol.apiserver.k8s.io"]
+    assert set(names) == {ri.group for ri in kinds.RESOURCES if ri.group}
+    autoscaling = next(g for g in body["groups"] if g["name"] == "autoscaling")
+    assert [v["version"] for v in autoscaling["versions"]] == ["v2", "v1"]
     for group in body["groups"]:
         assert group["preferredVersion"] == group["versions"][0]
         assert group["versions"][0]["groupVersion"] == f"{group['name']}/{group['versions'][0]['version']}"
 
 
 @pytest.mark.parametrize("group, version", [
-    pytest.param(g, v, id=f"{g}/{v}") for g, v in discovery.served_group_versions() if g
+    pytest.param(g, v, id=f"{g}/{v}") for g, v in REGISTRY.group_versions() if g
 ])
 async def test_group_and_group_version(client: httpx.AsyncClient, group: str, version: str) -> None:
     body = (await client.get(f"/apis/{group}")).json()
@@ -149,8 +163,8 @@ async def test_group_and_group_version(client: httpx.AsyncClient, group: str, ve
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param("/apis/apps", id="unknown-group"),
-    pytest.param("/apis/apps/v1", id="unknown-group-version"),
+    pytest.param("/apis/example.com", id="unknown-group"),
+    pytest.param("/apis/example.com/v1", id="unknown-group-version"),
     pytest.param("/apis/coordination.k8s.io/v1beta1", id="unknown-version"),
     pytest.param("/api/v2", id="unknown-core-version"),
 ])
@@ -220,7 +234,7 @@ async def test_aggregated_groups_document(client: httpx.AsyncClient) -> None:
     assert [item["metadata"] for item in body["items"]] == [
         {"name": g, "creationTimestamp": None} for g in served_groups()]
     by_group = {item["metadata"]["name"]: item["versions"] for item in body["items"]}
-    assert by_group["autoscaling"] == [{"version": "v1", "resources": [], "freshness": "Current"}]
+    assert [v["version"] for v in by_group["autoscaling"]] == ["v2", "v1"]
     [lease] = by_group["coordination.k8s.io"][0]["resources"]
     assert lease["resource"] == "leases"
     assert lease["responseKind"] == {"group": "coordination.k8s.io", "version": "v1", "kind": "Lease"}

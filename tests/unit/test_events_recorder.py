@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from kubernetes.client import V1Binding, V1Node, V1ObjectMeta, V1ObjectReference, V1Pod
+from kubernetes.client import V1Node, V1ObjectMeta, V1ObjectReference, V1Pod, V1Scale
 
 from machinery.api.kinds import EVENTS
 from machinery.client.clock import FakeClock
@@ -196,6 +196,35 @@ async def test_unreachable_server_is_retried_with_backoff(env: Env) -> None:
     assert event["count"] == 1
 
 
+@pytest.mark.parametrize(("code", "reason"), [
+    pytest.param(503, "ServiceUnavailable", id="etcd-down"),
+    pytest.param(504, "Timeout", id="etcd-timeout"),
+    pytest.param(429, "TooManyRequests", id="overloaded"),
+])
+async def test_an_unavailable_server_is_retried_not_dropped(env: Env, code: int, reason: str) -> None:
+    failures = [True, True, True]
+
+    def unavailable(request: httpx.Request) -> httpx.Response | None:
+        if failures:
+            failures.pop()
+            return httpx.Response(code, headers={"Retry-After": "1"}, json={
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code,
+                "message": "etcd is unavailable: etcd is unavailable: failed to connect"})
+        return None
+
+    env.api.hooks.append(unavailable)
+    env.start()
+    env.recorder.event(web_pod(), NORMAL, "Started", "Started container c")
+    for _ in range(6):
+        await settle()
+        env.clock.advance(10)
+    await settle()
+    [event] = env.events()
+    assert event["reason"] == "Started"
+    assert env.broadcaster.dropped == 0
+    assert env.writes() == ["POST"] * 4
+
+
 async def test_unreachable_server_gives_up_after_max_tries() -> None:
     env = Env(max_tries=3)
 
@@ -221,7 +250,8 @@ def test_reference_to_objects_and_references() -> None:
     given = V1ObjectReference(kind="Pod", name="x", namespace="y")
     assert reference_to(given) is given
     with pytest.raises(ValueError, match="not a kind kubesim serves"):
-        reference_to(V1Binding(metadata=V1ObjectMeta(name="b"), target=V1ObjectReference(name="n")))
+        # A Scale is only ever a subresource's body, never an object of its own.
+        reference_to(V1Scale(metadata=V1ObjectMeta(name="b")))
 
 
 async def test_an_object_that_cannot_be_referenced_is_logged_not_raised(
@@ -229,3 +259,47 @@ async def test_an_object_that_cannot_be_referenced_is_logged_not_raised(
     env.recorder.event(V1Pod(metadata=V1ObjectMeta(namespace="x")), NORMAL, "R", "m")
     assert "will not report event" in caplog.text
     assert env.broadcaster._pending == {}
+
+
+async def test_similar_events_are_combined_after_ten_messages(env: Env) -> None:
+    env.start()
+    for i in range(12):
+        env.recorder.event(web_pod(), WARNING, "FailedScheduling", f"0/{i} nodes are available")
+        await settle()
+    events = env.events()
+    # Nine Events of their own, then one combined Event that the later ones count on.
+    assert len(events) == 10
+    combined = [e for e in events if e["message"].startswith("(combined from similar events): ")]
+    assert len(combined) == 1
+    assert combined[0]["count"] == 3 and combined[0]["message"].endswith("0/11 nodes are available")
+
+
+async def test_the_spam_filter_keeps_25_events_per_object_and_source(env: Env) -> None:
+    env.start()
+    for i in range(30):
+        env.recorder.event(web_pod(), NORMAL, f"Reason{i}", "same message")
+    await settle()
+    assert len(env.events()) == 25
+    assert (env.broadcaster.filtered, env.broadcaster.dropped) == (5, 0)
+    # Another source has its own bucket; tokens come back at one per five minutes.
+    env.broadcaster.recorder("kubelet", "node-1").event(web_pod(), NORMAL, "Pulled", "pulled")
+    env.clock.advance(300)
+    env.recorder.event(web_pod(), NORMAL, "Late", "after five minutes")
+    await settle()
+    assert len(env.events()) == 27
+
+
+async def test_each_source_holds_its_own_thousand_pending_events() -> None:
+    small = Env(max_pending=100, max_pending_per_source=3)
+    for i in range(5):
+        small.recorder.event(V1Pod(metadata=V1ObjectMeta(name=f"p{i}", namespace="prod")), NORMAL, "A", "a")
+    # The first source is full, but another one still has room.
+    small.broadcaster.recorder("kubelet", "node-1").event(web_pod(), NORMAL, "Pulled", "pulled")
+    assert small.broadcaster.dropped == 2
+    small.start()
+    await settle()
+    assert len(small.events()) == 4
+    assert small.task is not None
+    small.task.cancel()
+    await asyncio.gather(small.task, return_exceptions=True)
+    await small.client.aclose()

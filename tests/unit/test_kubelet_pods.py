@@ -346,6 +346,30 @@ async def test_a_pod_that_changes_twice_before_its_write_is_written_once(kubelet
     assert kubelet.api.patches.empty()
 
 
+async def test_a_ready_condition_someone_else_cleared_is_written_again(kubelet: Harness) -> None:
+    """The node lifecycle controller marks a silent node's Pods not ready; the kubelet puts its status back,
+    and leaves alone the echo of its own write and changes that keep Ready as it wrote it."""
+    kubelet.put(view(annotations={"kubesim.io/startup-seconds": "0"}))
+    kubelet.clock.advance(0.0)
+    running = await kubelet.api.status()
+    assert conditions(running)["Ready"] == ("True", None)
+    written_rv = kubelet.api.rv
+    echo = view(status=running)
+    echo.metadata.resource_version = str(written_rv)
+    kubelet.put(echo)
+    relabelled = view(status=running)
+    relabelled.metadata.resource_version = str(written_rv + 1)
+    kubelet.put(relabelled)
+    await asyncio.sleep(0.05)
+    assert kubelet.api.patches.empty()
+    marked = view(status={**running, "conditions": [{**c, "status": "False"} if c["type"] == "Ready" else c
+                                                    for c in running["conditions"]]})
+    marked.metadata.resource_version = str(written_rv + 2)
+    kubelet.put(marked)
+    again = await kubelet.api.status()
+    assert conditions(again)["Ready"] == ("True", None)
+
+
 async def test_readiness_comes_after_the_ready_after_seconds(kubelet: Harness) -> None:
     kubelet.put(view(annotations={"kubesim.io/ready-after-seconds": "5"}))
     await kubelet.api.status()
@@ -540,3 +564,49 @@ async def test_a_pod_started_by_an_earlier_run_is_adopted_without_a_restart(kube
     assert (final["phase"], terminated["exitCode"], terminated["containerID"]) == (
         "Failed", 1, "containerd://abc")
     assert final["containerStatuses"][0]["restartCount"] == 4 and final["podIP"] == "10.0.0.7"
+
+
+# --- memory pressure -------------------------------------------------------------------------------------
+
+
+def test_best_effort_pods_are_refused_under_memory_pressure() -> None:
+    sim = node()
+    sim.memory_pressure = True
+    assert _admit(view(), sim) == Rejection("Evicted", "The node had condition: [MemoryPressure]. ")
+    assert _admit(view(containers=_requests()), sim) is None
+
+
+async def test_the_eviction_manager_evicts_best_effort_first_with_the_kubelets_message(kubelet: Harness) -> None:
+    from kubelet_sim.eviction import EvictionManager
+    from kubelet_sim.runtimes.simulated import SimulatedRuntime
+    from kubelet_sim.stats import StatsProvider
+    from kubelet_sim.usage import UsageProfile
+
+    usage = UsageProfile(noise=0.0, system_memory=512 * 2**20)
+    # 16Gi: a Guaranteed Pod using 10Gi of its 12Gi and a BestEffort one using 6Gi leave less than 100Mi.
+    guaranteed = [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m", "memory": "12Gi"}}}]
+    kubelet.put(view("steady", uid="u-steady", containers=guaranteed,
+                     annotations={"kubesim.io/memory-usage": "10Gi"}))
+    kubelet.put(view("greedy", uid="u-greedy", annotations={"kubesim.io/memory-usage": "6Gi"}))
+    kubelet.clock.advance(1.0)
+    stats = StatsProvider(kubelet.pods, SimulatedRuntime(None, usage), usage, clock=kubelet.clock)  # type: ignore[arg-type]
+    manager = EvictionManager({kubelet.node.name: kubelet.node}, kubelet.pods, stats, threshold=100 * 2**20,
+                              transition=30.0, clock=kubelet.clock)
+    victim = manager.check(kubelet.node)
+    assert victim is not None and victim.name == "greedy"
+    assert kubelet.node.memory_pressure
+    message = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 0. "
+               "Container c was using 6Gi, request is 0, has larger consumption of memory. ")
+    assert ("Warning", "Evicted", message, None) in kubelet.recorder.events
+    kubelet.clock.advance(0.0)
+    final = await _until(kubelet, lambda s: s.get("reason") == "Evicted")
+    assert (final["phase"], final["message"]) == ("Failed", message)
+    disruption = next(c for c in final["conditions"] if c["type"] == "DisruptionTarget")
+    assert (disruption["status"], disruption["reason"], disruption["message"]) == ("True", "TerminationByKubelet",
+                                                                                   message)
+    assert kubelet.api.deletes.empty()
+    # Memory is back above the threshold: the pressure clears only after the transition period.
+    assert manager.check(kubelet.node) is None and kubelet.node.memory_pressure
+    kubelet.clock.advance(30.0)
+    manager.check(kubelet.node)
+    assert not kubelet.node.memory_pressure

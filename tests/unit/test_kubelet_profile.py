@@ -66,6 +66,25 @@ def test_groups_get_their_labels_taints_and_consecutive_subnets() -> None:
     assert nodes[0].labels["tier"] == "general"
 
 
+def test_shards_of_one_profile_make_the_cluster_one_process_would() -> None:
+    profile = load_profile()
+    whole = profile.plan(6)
+    shards = profile.plan(3) + profile.plan(3, offset=3)
+    assert [(n.name, n.pod_cidr, n.labels) for n in shards] == [(n.name, n.pod_cidr, n.labels) for n in whole]
+    assert shards[3].name == "node-4"
+
+
+def test_shards_fit_the_cluster_cidr_and_need_one_group() -> None:
+    tight = parse_profile(_profile([_group(namePattern="n-{index}")], clusterCIDR="10.0.0.0/23",
+                                   nodeCIDRMaskSize=24))
+    assert [n.pod_cidr for n in tight.plan(1, offset=1)] == ["10.0.1.0/24"]
+    with pytest.raises(ProfileError, match="holds 2 subnets of /24, not enough for 3 nodes"):
+        tight.plan(2, offset=1)
+    two = parse_profile(_profile([_group("a", namePattern="a-{index}"), _group("b", namePattern="b-{index}")]))
+    with pytest.raises(ProfileError, match="--node-offset needs a node profile with one node group"):
+        two.plan(2, offset=2)
+
+
 def test_timings_accept_go_durations_and_seconds() -> None:
     profile = parse_profile(_profile([_group()], timings={
         "containerStartDelay": "250ms", "containerStartJitter": 0, "nodeLeaseDurationSeconds": 20,

@@ -1,12 +1,15 @@
-"""The Pod registry's pure parts: QoS class and the grace period of a delete."""
+"""The Pod registry's pure parts: QoS class, the grace period of a delete, the ephemeral containers' strategy."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
-from apiserver.registry.pods import PodStrategy, qos_class
+from apiserver.registry.core.ephemeralcontainers import EphemeralContainersStrategy
+from apiserver.registry.core.pods import PodStrategy, qos_class
+from apiserver.validation import defaults
 
 
 def container(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> dict[str, Any]:
@@ -42,3 +45,54 @@ def test_qos_class(containers: list[dict[str, Any]], expected: str) -> None:
 ], ids=["unbound", "bound-default", "bound-spec", "grace-zero", "negative-is-one", "finished"])
 def test_grace_period(spec: dict[str, Any], status: dict[str, Any], requested: int | None, expected: int) -> None:
     assert PodStrategy().grace_period({"spec": spec, "status": status}, requested) == expected
+
+
+# --- pods/ephemeralcontainers: only spec.ephemeralContainers changes --------------------------
+
+def _stored_pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "uid": "u1", "labels": {"app": "web"},
+                     "annotations": {"a": "1"}, "finalizers": ["example.com/f"], "generation": 1},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}], "nodeName": "n1"},
+        "status": {"phase": "Running", "podIP": "10.0.0.5"},
+    }
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    pytest.param(lambda p: p["spec"].update(nodeName="other", activeDeadlineSeconds=5),
+                 lambda p: None, id="spec-other-than-ephemeral-is-dropped"),
+    pytest.param(lambda p: p.update(status={"phase": "Failed"}), lambda p: None, id="status-is-kept"),
+    pytest.param(lambda p: p["metadata"].update(labels={"app": "x"}, annotations={}, finalizers=[],
+                                                ownerReferences=[{"name": "o"}], generation=7),
+                 lambda p: None, id="metadata-is-reset"),
+    pytest.param(lambda p: p["spec"].update(ephemeralContainers=[{"name": "debugger", "image": "busybox"}]),
+                 lambda p: p["spec"].update(ephemeralContainers=[{
+                     "name": "debugger", "image": "busybox", "imagePullPolicy": "Always",
+                     "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}]),
+                 id="ephemeral-containers-are-taken-and-defaulted"),
+])
+def test_ephemeral_containers_strategy(change: Any, expected: Any) -> None:
+    strategy = EphemeralContainersStrategy(PodStrategy())
+    old = _stored_pod()
+    new = _stored_pod()
+    change(new)
+    strategy.prepare_for_update(new, old)
+    strategy.default(new)
+    want = _stored_pod()
+    expected(want)
+    assert new == want
+
+
+def test_ephemeral_containers_strategy_validates_the_update() -> None:
+    strategy = EphemeralContainersStrategy(PodStrategy())
+    old = _stored_pod()
+    old["spec"]["ephemeralContainers"] = [{"name": "debugger", "image": "busybox", "imagePullPolicy": "Always",
+                                           "terminationMessagePath": "/dev/termination-log",
+                                           "terminationMessagePolicy": "File"}]
+    defaults.default_pod(old)
+    new = copy.deepcopy(old)
+    new["spec"]["ephemeralContainers"] = []
+    strategy.prepare_for_update(new, old)
+    assert [str(e) for e in strategy.validate_update(new, old)] == [
+        'spec.ephemeralContainers: Forbidden: existing ephemeral containers "debugger" may not be removed\n']

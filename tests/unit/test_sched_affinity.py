@@ -98,10 +98,11 @@ def test_inter_pod_affinity_filter(the_pod: V1Pod, existing: list[V1Pod],
 
 
 def score_of(plugin: str, the_pod: V1Pod, existing: Sequence[V1Pod], nodes: Sequence[V1Node] = NODES,
-             rc_selectors: Mapping[tuple[str, str], Mapping[str, str]] | None = None) -> list[int] | None:
+             rc_selectors: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+             objects: Mapping[str, list[Mapping[str, Any]]] | None = None) -> list[int] | None:
     """Normalized scores, or None when PreScore skipped the plugin."""
     cache = cache_of(nodes, existing)
-    fwk = FakeCluster(cache, rc_selectors=rc_selectors).framework(only_plugins(plugin))
+    fwk = FakeCluster(cache, rc_selectors=rc_selectors, objects=objects).framework(only_plugins(plugin))
     state = CycleState()
     infos = [cache.get(n.metadata.name) for n in nodes]
     assert fwk.run_pre_score(state, PodInfo(the_pod), infos).is_success()
@@ -182,3 +183,28 @@ def test_default_spreading_applies_to_pods_of_a_replication_controller() -> None
     assert scores is not None
     assert scores[0] < scores[1]
     assert score_of("PodTopologySpread", pod("orphan", labels=WEB), existing) is None
+
+
+@pytest.mark.parametrize(("kind", "objects"), [
+    pytest.param("ReplicaSet", {"replicasets": [{"metadata": {"name": "web", "namespace": "default"},
+                                                 "spec": {"selector": {"matchLabels": WEB}}}]}, id="replicaset"),
+    pytest.param("StatefulSet", {"statefulsets": [{"metadata": {"name": "web", "namespace": "default"},
+                                                   "spec": {"selector": {"matchLabels": WEB}, "serviceName": "web",
+                                                            "template": {"metadata": {"labels": WEB}}}}]},
+                 id="statefulset"),
+    pytest.param(None, {"services": [{"metadata": {"name": "web", "namespace": "default"},
+                                      "spec": {"selector": WEB}}]}, id="service-only"),
+])
+def test_default_spreading_uses_services_replica_sets_and_stateful_sets(
+        kind: str | None, objects: Mapping[str, list[Mapping[str, Any]]]) -> None:
+    existing = [on("n1", "w1", WEB), on("n1", "w2", WEB), on("n1", "w3", WEB), on("n1", "w4", WEB)]
+    the_pod = pod("p", labels=WEB)
+    if kind is not None:
+        the_pod.metadata.owner_references = [{"apiVersion": "apps/v1", "kind": kind, "name": "web", "uid": "u",
+                                              "controller": True}]
+    the_pod = type(the_pod).model_validate(the_pod.model_dump(by_alias=True, exclude_none=True))
+    scores = score_of("PodTopologySpread", the_pod, existing, objects=objects)
+    assert scores is not None, "a default selector was found"
+    assert scores[0] < scores[1]
+    # Without the owner or Service in the listers, no default applies.
+    assert score_of("PodTopologySpread", the_pod, existing) is None

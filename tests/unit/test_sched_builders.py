@@ -9,9 +9,12 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from kubernetes.client import V1Node, V1Pod
+from kubernetes.client import V1Node, V1Pod, V1ReplicationController
 
+from machinery.api.kinds import REPLICATION_CONTROLLERS
 from machinery.client import Client
+from machinery.client.objects import decode, key_of
+from machinery.informer.store import NAMESPACE_INDEX, Store, index_by_namespace
 from scheduler.cache import Cache
 from scheduler.framework.interface import CycleState, Status
 from scheduler.framework.runtime import ClusterView, Framework, ProfileSpec
@@ -75,8 +78,10 @@ class FakeCluster:
     """The scheduler's side of a ClusterView, for tests: namespaces, RCs, nominations, recorded preemptions."""
 
     def __init__(self, cache: Cache, *, namespaces: Mapping[str, Mapping[str, str]] | None = None,
-                 rc_selectors: Mapping[tuple[str, str], Mapping[str, str]] | None = None) -> None:
+                 rc_selectors: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+                 objects: Mapping[str, list[Mapping[str, Any]]] | None = None) -> None:
         self.cache = cache
+        self.objects = dict(objects or {})
         self.namespaces = dict(namespaces or {"default": {}})
         self.rc_selectors = dict(rc_selectors or {})
         self.nominated: dict[str, list[PodInfo]] = {}
@@ -87,10 +92,22 @@ class FakeCluster:
             client=cast(Client, None), snapshot=self.cache,
             namespace_labels=lambda ns: self.namespaces.get(ns),
             namespaces_matching=lambda sel: [n for n, labels in self.namespaces.items() if sel.matches(labels)],
-            replication_controller_selector=lambda ns, name: self.rc_selectors.get((ns, name)),
+            lister=self._lister,
             nominated_pods_for_node=lambda n: self.nominated.get(n, []),
             nominated_node_names=lambda: [n for n, pods in self.nominated.items() if pods],
             preempt=lambda profile, p, n, victims: self.preempted.append((p.key, n, [v.key for v in victims])))
+
+    def _lister(self, resource: Any) -> Store[Any] | None:
+        """RCs from ``rc_selectors``, and whatever ``objects`` holds for other resources."""
+        store: Store[Any] = Store({NAMESPACE_INDEX: index_by_namespace})
+        if resource is REPLICATION_CONTROLLERS:
+            for (ns, name), selector in self.rc_selectors.items():
+                store.upsert(f"{ns}/{name}", decode(V1ReplicationController, {  # type: ignore[arg-type]
+                    "metadata": {"name": name, "namespace": ns}, "spec": {"selector": dict(selector)}}))
+        for obj in self.objects.get(resource.plural, ()):
+            model = decode(resource.model, dict(obj))
+            store.upsert(key_of(model), model)
+        return store
 
     def framework(self, config: Mapping[str, Any] | None = None, profile: int = 0) -> Framework:
         spec: ProfileSpec = (parse_config(config) if config is not None else default_config()).profiles[profile]

@@ -193,7 +193,10 @@ def test_default_profile_matches_kubernetes() -> None:
     fwk = framework_for(cache_of([]))
     points = fwk.list_plugins()
     assert points["filter"] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-                                "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity"]
+                                "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+                                "PodTopologySpread", "InterPodAffinity"]
+    assert points["reserve"] == ["VolumeBinding"]
+    assert points["preBind"] == ["VolumeBinding"]
     assert fwk.score_weights == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                                  "PodTopologySpread": 2, "InterPodAffinity": 2,
                                  "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}

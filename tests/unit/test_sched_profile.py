@@ -68,8 +68,6 @@ def test_several_profiles_and_their_own_settings() -> None:
     pytest.param(config(parallelism=16, bogus=1), 'strict decoding error: unknown field "bogus"', id="unknown-field"),
     pytest.param(config(profiles=[{"schedulerName": "a", "plugins": {"filtr": {}}}]),
                  'strict decoding error: unknown field "profiles[0].plugins.filtr"', id="unknown-extension-point"),
-    pytest.param(config(profiles=[{"schedulerName": "a", "plugins": {"permit": {"enabled": [{"name": "X"}]}}}]),
-                 "profiles[0].plugins.permit.enabled: Forbidden: kubesim has no permit plugins", id="permit"),
     pytest.param(config(profiles=[{"schedulerName": "a", "pluginConfig": [{"name": "X"}, {"name": "X"}]}]),
                  'profiles[0].pluginConfig[1].name: Duplicate value: "X"', id="duplicate-plugin-config"),
     pytest.param(config(profiles=[{"schedulerName": "a"}, {"schedulerName": "b", "plugins": {"queueSort": {
@@ -81,6 +79,12 @@ def test_bad_configurations(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config(data)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("point", ["permit", "preBind", "postBind"])
+def test_every_extension_point_takes_plugins(point: str) -> None:
+    parsed = parse_config(config(profiles=[{"schedulerName": "a", "plugins": {point: {"enabled": [{"name": "X"}]}}}]))
+    assert [ref.name for ref in parsed.profiles[0].plugins[point].enabled] == ["X"]
 
 
 def test_load_config_reports_unreadable_and_invalid_files(tmp_path: Path) -> None:

@@ -44,11 +44,10 @@ def test_entries_decode_lazily_and_know_their_key() -> None:
                                                                    "metadata": {"name": "web", "labels": {"a": "b"}}}),
                                                             3), 3)
     assert entry._obj is None
-    assert (entry.namespace, entry.name) == ("ns1", "web")
+    assert entry.name == "web"
     assert entry.labels == {"a": "b"}
     moved = at_revision(entry, 9)
     assert moved.obj["metadata"]["resourceVersion"] == "9" and entry.obj["metadata"]["resourceVersion"] == "3"
-    assert Entry("/registry/minions/node-1", b"{}", 1).namespace == ""
 
 
 def test_a_compacted_entry_keeps_labels_and_fields_and_parses_again_on_demand() -> None:

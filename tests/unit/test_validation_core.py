@@ -22,6 +22,8 @@ from apiserver.validation import (
     validate_replication_controller_status_update,
     validate_replication_controller_update,
 )
+from apiserver.validation import defaults as core_validation_defaults
+from apiserver.validation.core import validate_endpoints, validate_pod_template, validate_service_account
 
 LABEL = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
          "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
@@ -329,3 +331,93 @@ def test_event_update_keeps_metadata_rules() -> None:
     new = with_changes(old, {"metadata": {"uid": "u2"}})
     expected = ['metadata.uid: Invalid value: "u2": field is immutable']
     assert errors_of(validate_event_update(new, old)) == expected
+
+
+# --- Endpoints -----------------------------------------------------------------------------------
+
+def endpoints(*subsets: dict[str, Any]) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Endpoints",
+                           "metadata": {"name": "web", "namespace": "default", **STORED}, "subsets": list(subsets)}
+    core_validation_defaults.default_endpoints(obj)
+    return obj
+
+
+@pytest.mark.parametrize(("subset", "expected"), [
+    pytest.param({"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}, [], id="valid"),
+    pytest.param({"notReadyAddresses": [{"ip": "10.0.0.1", "hostname": "web-0", "nodeName": "node-1"}]}, [],
+                 id="not-ready-headless"),
+    pytest.param({"ports": [{"port": 80}]},
+                 ["subsets[0]: Required value: must specify `addresses` or `notReadyAddresses`"], id="no-addresses"),
+    pytest.param({"addresses": [{"ip": "127.0.0.1"}]},
+                 [('subsets[0].addresses[0].ip: Invalid value: "127.0.0.1": may not be in the loopback range '
+                  "(127.0.0.0/8, ::1/128)")], id="loopback"),
+    pytest.param({"addresses": [{"ip": "169.254.169.254"}]},
+                 [('subsets[0].addresses[0].ip: Invalid value: "169.254.169.254": may not be in the link-local range '
+                  "(169.254.0.0/16, fe80::/10)")], id="link-local"),
+    pytest.param({"addresses": [{"ip": "0.0.0.0"}]},
+                 ['subsets[0].addresses[0].ip: Invalid value: "0.0.0.0": may not be unspecified (0.0.0.0)'],
+                 id="unspecified"),
+    pytest.param({"addresses": [{"ip": "224.0.0.1"}]},
+                 [('subsets[0].addresses[0].ip: Invalid value: "224.0.0.1": may not be in the link-local multicast '
+                  "range (224.0.0.0/24, ff02::/10)")], id="link-local-multicast"),
+    pytest.param({"addresses": [{"ip": "web"}]},
+                 [('subsets[0].addresses[0].ip: Invalid value: "web": must be a valid IP address, (e.g. 10.9.8.7 or '
+                  "2001:db8::ffff)"),
+                  'subsets[0].addresses[0].ip: Invalid value: "web": must be a valid IP address'], id="not-an-ip"),
+    pytest.param({"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}, {"name": "b", "port": 81}]},
+                 ["subsets[0].ports[0].name: Required value"], id="several-ports-need-names"),
+    pytest.param({"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 0, "protocol": "HTTP"}]},
+                 ["subsets[0].ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                  'subsets[0].ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"'],
+                 id="port-and-protocol"),
+])
+def test_validate_endpoints(subset: dict[str, Any], expected: list[str]) -> None:
+    assert errors_of(validate_endpoints(endpoints(subset))) == expected
+
+
+def test_endpoint_ports_default_to_tcp() -> None:
+    assert endpoints({"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]})["subsets"][0]["ports"] == [
+        {"port": 80, "protocol": "TCP"}]
+
+
+# --- ServiceAccount and PodTemplate --------------------------------------------------------------
+
+def test_service_account_names_and_secret_references() -> None:
+    from apiserver.registry.core import serviceaccounts
+    sa = {"metadata": {"name": "Builder", "namespace": "default"},
+          "secrets": [{"name": "tok", "namespace": "x", "uid": "u"}]}
+    assert errors_of(validate_service_account(sa)) == [f'metadata.name: Invalid value: "Builder": {SUBDOMAIN}']
+    strategy = serviceaccounts.RESOURCE.strategy
+    assert strategy is not None
+    strategy.prepare_for_create(sa)
+    # Kubernetes keeps only the name of each referenced Secret.
+    assert sa["secrets"] == [{"name": "tok"}]
+
+
+def test_pod_templates_are_validated_under_template() -> None:
+    from apiserver.registry.core import podtemplates
+    strategy = podtemplates.RESOURCE.strategy
+    assert strategy is not None
+    obj: dict[str, Any] = {"metadata": {"name": "t", "namespace": "default"},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}
+    strategy.default(obj)
+    assert validate_pod_template(obj) == []
+    assert obj["template"]["spec"]["restartPolicy"] == "Always"
+    obj["template"]["spec"]["containers"] = []
+    assert errors_of(validate_pod_template(obj)) == ["template.spec.containers: Required value"]
+
+
+def test_a_pod_template_counts_template_changes_in_its_generation() -> None:
+    from apiserver.registry.core import podtemplates
+    strategy = podtemplates.RESOURCE.strategy
+    assert strategy is not None
+    old: dict[str, Any] = {"metadata": {"name": "t", "generation": 1}, "template": {"spec": {"containers": []}}}
+    same = copy.deepcopy(old)
+    same["metadata"]["labels"] = {"a": "b"}
+    strategy.prepare_for_update(same, old)
+    assert same["metadata"]["generation"] == 1
+    changed = copy.deepcopy(old)
+    changed["template"]["metadata"] = {"labels": {"app": "x"}}
+    strategy.prepare_for_update(changed, old)
+    assert changed["metadata"]["generation"] == 2

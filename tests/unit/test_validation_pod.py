@@ -314,7 +314,8 @@ CREATE_CASES = [
                  [(f"{C0}.ports[0].hostPort: Invalid value: 8080: must match `containerPort` when `hostNetwork` "
                    "is true")],
                  id="host-network-ports"),
-    pytest.param({"ephemeralContainers": [{"name": "debug", "image": "busybox"}]},
+    pytest.param({"ephemeralContainers": [{"name": "debug", "image": "busybox", "imagePullPolicy": "Always",
+                                           "terminationMessagePolicy": "File"}]},
                  ["spec.ephemeralContainers: Forbidden: cannot be set on create"], id="ephemeral-on-create"),
     pytest.param({"nodeName": "node-1", "schedulingGates": [{"name": "example.com/wait"}]},
                  ["spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"],

@@ -1,0 +1,81 @@
+"""ResourceQuota admission when its guarded write of the quota's usage conflicts.
+
+The quota is read from the watch cache, which may not hold the latest usage yet (this APIServer's own
+last charge, or another's): the write then conflicts. Admission judges again once the cache caught up,
+and after five conflicts the create fails with the conflict: it never passes unchecked (CI once saw a
+third Pod admitted under a quota of two).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from apiserver import errors
+from apiserver.admission.resource_quota import ResourceQuota
+from apiserver.storage.objects import Entry
+from machinery.api import kinds
+from tests.unit.test_admission import attrs
+
+QUOTA = {"metadata": {"name": "q", "namespace": "default", "resourceVersion": "5"},
+         "spec": {"hard": {"pods": "2"}}, "status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}}
+POD = {"metadata": {"name": "c", "namespace": "default"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+
+
+class QuotaCache:
+    def __init__(self) -> None:
+        self.fresh_waits = 0
+
+    def sorted_entries(self, namespace: str | None = None) -> list[Entry]:
+        return [Entry("/registry/resourcequotas/default/q", b"{}", 5, QUOTA)]
+
+    async def wait_fresh(self, timeout: float = 3.0) -> None:
+        self.fresh_waits += 1
+
+
+class EmptyCache:
+    def sorted_entries(self, namespace: str | None = None) -> list[Entry]:
+        return []
+
+
+class QuotaStore:
+    """The quotas' store: its status writes conflict ``conflicts`` times, then succeed."""
+
+    def __init__(self, conflicts: int) -> None:
+        self.cache = QuotaCache()
+        self.conflicts = conflicts
+        self.writes = 0
+
+    def using(self, _strategy: Any) -> QuotaStore:
+        return self
+
+    async def update_with(self, *_args: Any, **_kwargs: Any) -> None:
+        self.writes += 1
+        if self.writes <= self.conflicts:
+            raise errors.conflict(kinds.RESOURCE_QUOTAS, "q", "the object has been modified; please apply "
+                                  "your changes to the latest version and try again")
+
+
+class Context:
+    def __init__(self, quotas: QuotaStore) -> None:
+        self.quotas = quotas
+
+    def store(self, info: kinds.ResourceInfo[Any]) -> Any:
+        if info is kinds.RESOURCE_QUOTAS:
+            return self.quotas
+        return type("Store", (), {"cache": EmptyCache()})()
+
+
+async def test_a_conflicting_charge_is_judged_again_once_the_cache_caught_up() -> None:
+    quotas = QuotaStore(conflicts=1)
+    await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert (quotas.writes, quotas.cache.fresh_waits) == (2, 1)
+
+
+async def test_a_charge_that_keeps_conflicting_fails_the_create() -> None:
+    quotas = QuotaStore(conflicts=99)
+    with pytest.raises(errors.APIError) as failed:
+        await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert failed.value.code == 409
+    assert (quotas.writes, quotas.cache.fresh_waits) == (5, 4)
