@@ -60,6 +60,8 @@ _PHASE_GOAL: Final = "goal <= 60 s"
 _PHASE_TIMEOUT: Final = 1800.0
 #: Writes that trail a phase (Events, the controllers' status) have this long to land in it.
 _SETTLE: Final = 2.0
+#: Seconds without a Pod event, mid-phase, after which a list checks the bench's watch (a lost event).
+_STALL: Final = 60.0
 _DROPPED: Final = "recorders' queues full: fewer writes per Pod"
 
 
@@ -129,7 +131,8 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
             for i in range(sizes.controllers):
                 await pool.call("POST", sizes.collection, _controller(i, sizes.replicas, sizes.workload))
             async with every_second(progress, lambda: f"density: {pods.counts()}"):
-                await pods.until(lambda: len(pods.running) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
+                await pods.until(lambda: len(pods.running) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive,
+                                 stall=_STALL)
             running = time.perf_counter() - started
             await asyncio.sleep(_SETTLE)
             middle = etcd_revision(c.etcd_url)
@@ -141,10 +144,13 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
             for i in range(sizes.controllers):
                 await pool.call("DELETE", f"{sizes.collection}/density-{i}?propagationPolicy=Background")
             async with every_second(progress, lambda: f"density: {pods.counts()}"):
-                await pods.until(lambda: len(pods.deleted) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive)
+                await pods.until(lambda: len(pods.deleted) >= sizes.pods, timeout=_PHASE_TIMEOUT, alive=alive,
+                                 stall=_STALL)
             deleting = time.perf_counter() - started
             result.add("bench's Pod watch relists (410s)", pods.relists, "",
                        "times after a relist are the list's" if pods.relists else "")
+            result.add("Pod changes the bench's watch never got", pods.missed, "",
+                       f"found by a list after {_STALL:.0f} s without events; should be 0")
             await asyncio.sleep(_SETTLE)
             deleted_writes = await count_writes(c.etcd_url, middle, etcd_revision(c.etcd_url), NAMESPACE)
             dropped_deleting = events_dropped(metrics) - dropped_starting - dropped_before

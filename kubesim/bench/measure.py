@@ -253,11 +253,15 @@ class _Followed:
         self.ended: Exception | None = None
         #: How many times the watch fell too far behind and was replaced by a list (times then are the list's).
         self.relists = 0
+        #: What checks by list (``until(stall=...)``) found that the watch had not said: events lost on the way.
+        self.missed = 0
+        self._source: tuple[str, str] | None = None
 
     async def _events(self, url: str, path: str, rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
         """Events of ``path`` from ``rv``, as an informer sees them: when the APIServer ends the watch with a
         410 (a watcher too far behind), a list reconciles (:meth:`_relisted`) and the watch goes on from it.
         Any other end is final: :attr:`ended` says why."""
+        self._source = (url, path)
         try:
             while True:
                 try:
@@ -283,17 +287,48 @@ class _Followed:
         """What a relist says, at ``now``: the objects as they are (the ones missing are gone)."""
         raise NotImplementedError
 
-    async def until(self, done: Callable[[], bool], *, timeout: float, alive: Callable[[], None]) -> None:
+    def _noted(self) -> int:
+        """How much the follower has noted so far (grows with every new fact); for :meth:`until`'s checks."""
+        raise NotImplementedError
+
+    async def _check_by_list(self) -> int:
+        """List what the watch follows and note what the list says; how many facts the watch had not given."""
+        assert self._source is not None, "nothing followed yet"
+        url, path = self._source
+        pool = Pool(url)
+        try:
+            body, _ = await pool.call("GET", path)
+        finally:
+            pool.close()
+        before = self._noted()
+        self._relisted(orjson.loads(body).get("items") or [], time.perf_counter())
+        found = self._noted() - before
+        self.missed += found
+        return found
+
+    async def until(self, done: Callable[[], bool], *, timeout: float, alive: Callable[[], None],
+                    stall: float | None = None) -> None:
         """Until ``done()``; ``alive()`` (called at least once a second) raises when a process has died, and
-        a watch that ended for good ends the wait too."""
+        a watch that ended for good ends the wait too.
+
+        With ``stall``: when nothing has arrived for that many seconds, a list checks the watch; what it
+        finds that the watch never delivered counts in :attr:`missed` (and the wait goes on from there),
+        so that a lost event shows as a figure rather than as a phase that never ends."""
+        quiet_since = time.monotonic()
         async with asyncio.timeout(timeout):
             while not done():
                 alive()
                 if self.ended is not None:
                     raise RuntimeError(f"the bench's watch ended: {self.ended}") from self.ended
+                if stall is not None and time.monotonic() - quiet_since > stall:
+                    await self._check_by_list()
+                    quiet_since = time.monotonic()
+                    continue
                 self.changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.changed.wait(), 1.0)
+                if self.changed.is_set():
+                    quiet_since = time.monotonic()
 
 
 class PodTimes(_Followed):
@@ -329,6 +364,9 @@ class PodTimes(_Followed):
             self._note(pod, now)
         for name in self.seen.keys() - present:
             self.deleted.setdefault(name, now)
+
+    def _noted(self) -> int:
+        return len(self.seen) + len(self.bound) + len(self.running) + len(self.deleted)
 
     def counts(self) -> str:
         return (f"created {len(self.seen)}, bound {len(self.bound)}, running {len(self.running)}, "

@@ -60,3 +60,26 @@ def test_a_watch_that_fell_too_far_behind_is_replaced_by_a_list(monkeypatch: pyt
         follower.cancel()
         await asyncio.gather(follower, return_exceptions=True)
     asyncio.run(asyncio.wait_for(scenario(), 10))
+
+
+def test_a_watch_silent_past_the_stall_is_checked_by_a_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DELETED that never arrives is found by a list and counted in ``missed``, instead of a wait without end."""
+    async def watch(_url: str, _path: str, _rv: str) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+        for name in ("a", "b"):
+            yield 1.0, {"type": "ADDED", "object": {"metadata": {"name": name}, "spec": {}, "status": {}}}
+        yield 2.0, {"type": "DELETED", "object": {"metadata": {"name": "a"}, "spec": {}, "status": {}}}
+        await asyncio.Event().wait()  # b's DELETED is lost
+
+    async def listed(_pool: Any, method: str, path: str, body: Any = None) -> tuple[bytes, float]:
+        return json.dumps({"metadata": {"resourceVersion": "9"}, "items": []}).encode(), 0.001
+    monkeypatch.setattr(measure, "_watch", watch)
+    monkeypatch.setattr(measure.Pool, "call", listed)
+
+    async def scenario() -> None:
+        pods = PodTimes()
+        follower = asyncio.create_task(pods.follow("https://127.0.0.1:1", "density", "1"))
+        await pods.until(lambda: len(pods.deleted) >= 2, timeout=8, alive=lambda: None, stall=1.0)
+        assert set(pods.deleted) == {"a", "b"} and pods.missed == 1 and pods.deleted["a"] == 2.0
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+    asyncio.run(asyncio.wait_for(scenario(), 10))
