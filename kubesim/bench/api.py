@@ -7,17 +7,18 @@ each of W watchers (100, then 1,000), all in one namespace; it therefore
 includes the write itself.
 
 The same creates, updates, gets and lists run on ConfigMaps and Deployments,
-each kind in a namespace of its own, right after the Pods' of the same operation, so that the cost of the
-registration (strategies, defaulting, validation, printers of the kind) shows
-beside the Pods' figures; each is also given as a share of the Pod figure of
+each kind in a namespace of its own, in :data:`ROUNDS` rounds alternating with
+the Pods' of the same operation, so that the cost of the registration
+(strategies, defaulting, validation, printers of the kind) shows beside the
+Pods' figures under the same load; each is also given as a share of the Pod figure of
 the same run (issue 12's goal: none below 90 %). A Deployment's pod template
 is the same as the bench Pod's spec; a ConfigMap holds about the same bytes.
 
 The figures are what a client bound to ``cluster-admin`` by RBAC gets over
 HTTPS with its client certificate (TLS, x509 authentication, RBAC
 authorization). Given the ``--insecure-port`` too, the same run measures each
-Pod figure again through it (plain HTTP, neither), alternating with the secure
-port in :data:`ROUNDS` rounds, so that what security costs is read in one run
+Pod figure again through it (plain HTTP, neither), in the same alternating
+rounds, so that what security costs is read in one run
 on one machine (issue 17's goal: none below 85 %).
 """
 
@@ -41,7 +42,7 @@ NS = "bench-api"
 CONCURRENCY = 64
 INSECURE = " (insecure port)"
 #: Rounds each secure/insecure comparison is split into, alternating between the two ports.
-ROUNDS = 4
+ROUNDS = 8
 
 
 _POD_SPEC: Final = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9",
@@ -171,26 +172,26 @@ async def _op(url: str, op: str, kind: _Kind, tag: str, count: int, start: int =
     return await _run_ops(url, count, call)
 
 
-async def _compared(url: str, insecure_url: str, op: str, kind: _Kind, tags: tuple[str, str],
-                    count: int) -> tuple[tuple[float, list[float]], tuple[float, list[float]]]:
-    """``count`` operations on each port, in :data:`ROUNDS` rounds alternating between them, insecure first.
+async def _interleaved(op: str, runs: list[tuple[tuple[str, str], str, _Kind, str]],
+                       count: int) -> dict[tuple[str, str], tuple[float, list[float]]]:
+    """``count`` operations for each of ``runs`` ((key, url, kind, tag)), in :data:`ROUNDS` rounds, each round
+    running every one of them in turn, so that a change of the machine's load mid-way falls on all alike.
 
-    A change of the machine's load mid-way thus falls on both; each port works on its own
-    objects (``tags``: secure, insecure). Connections are opened before the clock starts, so
-    TLS handshakes are not counted (clients keep their connections). ((rate, latencies) secure,
-    (rate, latencies) insecure).
+    Each run works on its own objects (its kind's namespace, its tag). Connections are opened before the
+    clock starts, so TLS handshakes are not counted (clients keep their connections). Returns key ->
+    (operations per second over the run's own time, latencies).
     """
-    seconds = [0.0, 0.0]
-    latencies: tuple[list[float], list[float]] = ([], [])
+    seconds = {key: 0.0 for key, *_ in runs}
+    latencies: dict[tuple[str, str], list[float]] = {key: [] for key, *_ in runs}
     for r in range(ROUNDS):
         share = range(r * count // ROUNDS, (r + 1) * count // ROUNDS)
         if not share:  # fewer operations than rounds
             continue
-        for side, target in ((1, insecure_url), (0, url)):
-            rate, lat = await _op(target, op, kind, tags[side], len(share), share.start)
-            seconds[side] += len(share) / rate
-            latencies[side].extend(lat)
-    return (count / seconds[0], latencies[0]), (count / seconds[1], latencies[1])
+        for key, target, kind, tag in runs:
+            rate, lat = await _op(target, op, kind, tag, len(share), share.start)
+            seconds[key] += len(share) / rate
+            latencies[key].extend(lat)
+    return {key: (count / seconds[key], latencies[key]) for key in seconds}
 
 
 #: Each Pod operation's rate label, and the name of its p99 figure.
@@ -215,21 +216,21 @@ async def run(url: str, *, size: Size, progress: Progress, insecure_url: str | N
     stamp = int(time.time())
     tag, insecure_tag = f"b{stamp}", f"i{stamp}"
 
-    # Each operation runs on every kind back to back, Pods first, so that the kinds are compared
-    # under the same load (the machine is shared) and with the same number of objects stored.
+    # Each operation runs on every kind (and Pods on both ports) in alternating rounds, so that the kinds and
+    # ports are compared under the same load (the machine is shared) and with the same number of objects.
     figures: dict[tuple[str, str], tuple[float, list[float]]] = {}
     insecure: dict[str, tuple[float, list[float]]] = {}
     for op in ("create", "update", "get", "list"):
-        for kind in _KINDS:
-            count = lists if op == "list" else n
-            if kind is _KINDS[0] and insecure_url:
-                progress(f"API: {count} {kind.name} {op}s" + (" of 500" if op == "list" else "")
-                         + " on each port, alternating")
-                figures[(kind.name, op)], insecure[op] = await _compared(url, insecure_url, op, kind,
-                                                                         (tag, insecure_tag), count)
-                continue
-            progress(f"API: {count} {kind.name} {op}s" + (" of 500" if op == "list" else ""))
-            figures[(kind.name, op)] = await _op(url, op, kind, tag, count)
+        count = lists if op == "list" else n
+        runs = [(("Pod", INSECURE), insecure_url, _KINDS[0], insecure_tag)] if insecure_url else []
+        runs += [((kind.name, ""), url, kind, tag) for kind in _KINDS]
+        progress(f"API: {count} {op}s" + (" of 500" if op == "list" else "") + " of each kind"
+                 + (", Pods on each port" if insecure_url else "") + f", in {ROUNDS} alternating rounds")
+        for (name, port), value in (await _interleaved(op, runs, count)).items():
+            if port:
+                insecure[op] = value
+            else:
+                figures[(name, op)] = value
 
     rate, lat = figures[("Pod", "create")]
     result.add("creates/s", rate, "/s")
