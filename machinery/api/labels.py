@@ -22,6 +22,7 @@ task or thread may share a selector.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import InitVar, dataclass
@@ -316,6 +317,13 @@ class Selector:
             raise SelectorError("matchLabels must be a map and matchExpressions a list")
         if not match_labels and not expressions:
             return _EVERYTHING
+        if not expressions and all(type(k) is str and type(v) is str for k, v in match_labels.items()):
+            # The common form (every workload's selector): compiled once per distinct set of labels.
+            return _from_match_labels(tuple(match_labels.items()))
+        return cls._compile(match_labels, expressions)
+
+    @classmethod
+    def _compile(cls, match_labels: Mapping[str, Any], expressions: list[Any]) -> Selector:
         reqs = [Requirement(_string(k), Operator.EQUALS, (_string(v),)) for k, v in match_labels.items()]
         for expr in expressions:
             if not isinstance(expr, Mapping):
@@ -383,6 +391,12 @@ def _make_nothing() -> Selector:
 
 _EVERYTHING: Final = Selector()
 _NOTHING: Final = _make_nothing()
+
+
+@functools.lru_cache(maxsize=4096)
+def _from_match_labels(pairs: tuple[tuple[str, str], ...]) -> Selector:
+    """A ``matchLabels``-only selector, compiled once and shared (a Selector never changes)."""
+    return Selector._compile(dict(pairs), [])
 
 
 def selector_from_set(labels: Mapping[str, str] | None) -> Selector:
