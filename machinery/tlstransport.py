@@ -184,6 +184,19 @@ class TLSServerProtocol(asyncio.BufferedProtocol):
             return
         self._flush()
 
+    def _write_all(self, pieces: Any) -> None:
+        """Each piece encrypted as it is (a large body is not copied to be joined first), sent at once."""
+        if self._closing or self._transport is None:
+            return
+        try:
+            for data in pieces:
+                self._ssl.write(data)
+        except (ssl.SSLError, OSError) as err:
+            log.debug("TLS write failed: %s", err)
+            self._abort_after_flush()
+            return
+        self._flush()
+
     def _close(self) -> None:
         if self._closing:
             return
@@ -241,7 +254,7 @@ class _AppTransport(asyncio.Transport):
         self._tls._write(data)
 
     def writelines(self, list_of_data: Any) -> None:
-        self._tls._write(b"".join(list_of_data))
+        self._tls._write_all(list_of_data)
 
     def can_write_eof(self) -> bool:
         return False
