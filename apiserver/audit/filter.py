@@ -25,8 +25,8 @@ do not await.
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
+import os
+import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
@@ -54,8 +54,32 @@ def is_long_running(info: RequestInfo) -> bool:
     return info.verb in _LONG_RUNNING_VERBS or info.subresource in _LONG_RUNNING_SUBRESOURCES
 
 
+#: (second, its text) of the last timestamp made: the date and time change once a second.
+_second: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The time as audit stamps it, RFC 3339 in UTC with microseconds (``2026-12-06T22:55:01.123456Z``).
+
+    Made twice per request, so the text of the second is kept (strftime cost ~2 µs, this ~0.4)."""
+    global _second
+    t = time.time()
+    whole = int(t)
+    micros = round((t - whole) * 1_000_000)  # rounded as datetime rounds a timestamp
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    if whole != _second[0]:
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{micros:06d}Z"
+
+
+def _audit_id() -> str:
+    """A random (version 4) UUID's text, as ``str(uuid.uuid4())`` makes it, without building a UUID object."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def user_dict(user: UserInfo | None) -> dict[str, Any]:
@@ -142,7 +166,7 @@ class _Request:
         uri = scope.get("path", "") + ("?" + query.decode("latin-1") if query else "")
         self.event: dict[str, Any] = {
             "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": decision.level.text,
-            "auditID": _header(scope, b"audit-id") or str(uuid.uuid4()), "stage": "RequestReceived",
+            "auditID": _header(scope, b"audit-id") or _audit_id(), "stage": "RequestReceived",
             "requestURI": uri, "verb": info.verb, "user": user_dict(user), "sourceIPs": _source_ips(scope),
         }
         agent = _header(scope, b"user-agent")

@@ -77,3 +77,20 @@ def test_the_log_rotates_and_keeps_max_backups(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     for p in path.parent.iterdir():
         assert all(orjson.loads(row)["kind"] == "Event" for row in p.read_bytes().splitlines())
+
+
+def test_timestamps_and_audit_ids_are_what_kubernetes_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RFC 3339 UTC with microseconds, the second's text kept across calls but never stale; random v4 UUIDs."""
+    import datetime as dt
+    import uuid
+
+    from apiserver.audit import filter as audit_filter
+
+    for t in (1_765_061_513.000001, 1_765_061_513.999999, 1_765_061_513.9999996, 1_765_061_514.5):
+        monkeypatch.setattr(audit_filter.time, "time", lambda t=t: t)
+        expected = dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert audit_filter._now() == expected
+    ids = {audit_filter._audit_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 4 and uuid.UUID(i).variant == uuid.RFC_4122
+               for i in ids)
