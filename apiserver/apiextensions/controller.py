@@ -143,8 +143,13 @@ class CRDController:
             return
         crd: Obj = orjson.loads(entry.raw)
         terminating = bool(crd["metadata"].get("deletionTimestamp"))
-        if not terminating and await self._update_status(crd):
-            return  # the status write comes back through the watch
+        if not terminating and self._status_changed(crd):
+            # Served from what was just written, not when the write comes back through the watch: a
+            # client that reads Established from etcd may create its first object a moment later.
+            written = await self._write_status(crd)
+            if written is None:
+                return  # a newer CRD (or none) is on its way through the watch
+            crd = written
         established = any(c.get("type") == "Established" and c.get("status") == "True"
                           for c in (crd.get("status") or {}).get("conditions") or ())
         if established:
@@ -186,8 +191,8 @@ class CRDController:
                 return "ShortNamesConflict", f'"{short}" is already in use'
         return None
 
-    async def _update_status(self, crd: Obj) -> bool:
-        """Write NamesAccepted, Established and acceptedNames when they are not what they should be."""
+    def _status_changed(self, crd: Obj) -> bool:
+        """Set NamesAccepted, Established and acceptedNames as they should be; whether that changed them."""
         status = crd.setdefault("status", {})
         before = orjson.dumps(status, option=orjson.OPT_SORT_KEYS)
         spec = crd.get("spec") or {}
@@ -208,13 +213,11 @@ class CRDController:
                        for c in status.get("conditions") or ()):
                 set_condition(crd, "Established", "False", "NotAccepted", "not all names are accepted")
             status.setdefault("acceptedNames", {"plural": "", "kind": ""})
-        if orjson.dumps(status, option=orjson.OPT_SORT_KEYS) == before:
-            return False
-        await self._write_status(crd)
-        return True
+        return orjson.dumps(status, option=orjson.OPT_SORT_KEYS) != before
 
-    async def _write_status(self, crd: Obj, *, finalized: bool = False) -> None:
-        """Write the CRD's status through ``/status`` (and, when ``finalized``, drop the cleanup finalizer)."""
+    async def _write_status(self, crd: Obj, *, finalized: bool = False) -> Obj | None:
+        """Write the CRD's status through ``/status`` (and, when ``finalized``, drop the cleanup finalizer);
+        the CRD as written, or None when a newer one (or none) was there."""
         name = crd["metadata"]["name"]
         rv = crd["metadata"].get("resourceVersion")
         store = self.server.store(kinds.CUSTOM_RESOURCE_DEFINITIONS)
@@ -227,13 +230,15 @@ class CRDController:
                 meta["finalizers"] = [f for f in meta.get("finalizers") or () if f != CLEANUP_FINALIZER]
             return out
         try:
-            await store.using(strategy).update_with(
+            entry, _ = await store.using(strategy).update_with(
                 None, name, written, WriteOptions(field_manager=_MANAGER, subresource="status"),
                 expect_rv=lambda _n: rv)
         except errors.APIError as e:
             if e.code in (404, 409):
-                return  # a newer CRD (or none) is on its way through the watch
+                return None  # a newer CRD (or none) is on its way through the watch
             raise
+        result: Obj = orjson.loads(entry.raw)
+        return result
 
     # --- serving ------------------------------------------------------------------------------
 
