@@ -123,7 +123,7 @@ class TLSServerProtocol(asyncio.BufferedProtocol):
         self._flush()
         self._app_transport = _AppTransport(self)
         self._app.connection_made(self._app_transport)
-        if self._incoming.pending and not self._closing:
+        if not self._closing and not self._reading_paused:
             self._read()  # the request may have come with the handshake's last flight
 
     def _handshake_timed_out(self) -> None:
