@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -165,14 +165,14 @@ def test_a_watch_from_a_revision_the_replica_has_not_seen_yet_waits_for_it(
 # --- python -m apiserver --workers N: one port, several processes ---------------------------------
 
 
-def _listeners(port: int) -> set[int]:
-    """The pids with a listening socket on ``port`` (from /proc, as ss would find them)."""
+def _socket_owners(matches: Callable[[list[str]], bool]) -> set[int]:
+    """The pids holding a TCP socket whose /proc/net/tcp row ``matches`` (as ss would find them)."""
     inodes: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table) as f:
             for line in f.readlines()[1:]:
                 fields = line.split()
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                if matches(fields):
                     inodes.add(fields[9])
     pids: set[int] = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -186,14 +186,26 @@ def _listeners(port: int) -> set[int]:
     return pids
 
 
-def _served_by(url: str) -> set[str]:
-    """The workers that answered fresh connections, told apart by their process start (in /metrics)."""
-    seen: set[str] = set()
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1], 16)
+
+
+def _listeners(port: int) -> set[int]:
+    """The pids with a listening socket on ``port``."""
+    return _socket_owners(lambda fields: fields[3] == "0A" and _port(fields[1]) == port)
+
+
+def _served_by(port: int) -> set[int]:
+    """The workers that answered 40 fresh connections: the pid holding the server's end of each, while it is open."""
+    seen: set[int] = set()
     for _ in range(40):
-        with harness.admin_client(url, timeout=10) as client:  # a new connection each time
-            text = client.get("/metrics").text
-            seen.update(line.split()[-1] for line in text.splitlines()
-                        if line.startswith("process_start_time_seconds"))
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                harness.admin_tls().wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+            conn.sendall(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 "), "the worker answered"  # ready or still starting
+            mine = conn.getsockname()[1]
+            seen |= _socket_owners(lambda fields, mine=mine: fields[3] == "01" and _port(fields[1]) == port
+                                   and _port(fields[2]) == mine)
     return seen
 
 
@@ -212,7 +224,7 @@ def test_workers_share_one_port_and_stop_with_their_supervisor() -> None:
                 assert insecure is not None
                 harness.wait_for(lambda: _listeners(insecure) == workers, timeout=30,
                                  message="both workers on the insecure port")
-                assert len(_served_by(api.url)) == 2
+                assert _served_by(api.port) == workers
                 # A worker that dies is started again; the port keeps answering meanwhile (a connection the
                 # kernel had already queued on the dead worker's socket is reset, as with any SO_REUSEPORT
                 # server, so the client tries again).
