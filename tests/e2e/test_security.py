@@ -51,8 +51,20 @@ def jane(cluster: harness.Cluster, api: httpx.Client, namespace: str) -> Iterato
     r = api.post(f"{RBAC}/namespaces/{namespace}/rolebindings",
                  json=role_binding(namespace, "jane-view", "ClusterRole", "view", "jane"))
     assert r.status_code == 201, r.text
+    wait_authorized(api, "jane", namespace, "list", "", "pods")
     with harness.user_client(cluster.url, "jane", timeout=30) as client:
         yield client
+
+
+def wait_authorized(api: httpx.Client, user: str, namespace: str, verb: str, group: str, resource: str) -> None:
+    """Until the authorizer's caches hold a binding just made (eventually, as Kubernetes' e2e tests wait for an
+    authorization update with a SubjectAccessReview)."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": user, "groups": ["system:authenticated"],
+                       "resourceAttributes": {"namespace": namespace, "verb": verb, "group": group,
+                                              "resource": resource}}}
+    harness.wait_for(lambda: api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review)
+                     .json()["status"].get("allowed"), timeout=30, message=f"{user} to be allowed to {verb} {resource}")
 
 
 def forbidden(r: httpx.Response) -> str:
@@ -98,6 +110,7 @@ def test_escalation_prevention_with_the_right_to_write_rbac(cluster: harness.Clu
     assert api.post(f"{RBAC}/namespaces/{namespace}/roles", json=writer).status_code == 201
     assert api.post(f"{RBAC}/namespaces/{namespace}/rolebindings",
                     json=role_binding(namespace, "ann-writes", "Role", "rbac-writer", "ann")).status_code == 201
+    wait_authorized(api, "ann", namespace, "create", "rbac.authorization.k8s.io", "roles")
     with harness.user_client(cluster.url, "ann", timeout=30) as ann:
         bigger = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                   "metadata": {"name": "pod-maker", "namespace": namespace},
@@ -133,6 +146,7 @@ def test_bind_and_escalate_let_a_user_grant_what_she_does_not_hold(cluster: harn
     assert api.post(f"{RBAC}/namespaces/{namespace}/roles", json=delegate).status_code == 201
     assert api.post(f"{RBAC}/namespaces/{namespace}/rolebindings",
                     json=role_binding(namespace, "kim-delegates", "Role", "delegate", "kim")).status_code == 201
+    wait_authorized(api, "kim", namespace, "create", "rbac.authorization.k8s.io", "rolebindings")
     narrow = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
               "metadata": {"name": "widened", "namespace": namespace},
               "rules": [{"verbs": ["get"], "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"]}]}
