@@ -39,6 +39,12 @@ def reader(api: httpx.Client, namespace: str) -> str:
     assert r.status_code == 201, r.text
     # Defaulted as Kubernetes defaults a binding: the RBAC group on the roleRef and the User subject.
     assert r.json()["subjects"][0]["apiGroup"] == "rbac.authorization.k8s.io"
+    # The authorizer reads bindings from its watch cache: wait until it holds this one, as Kubernetes' e2e tests do.
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": "pat", "resourceAttributes": {"namespace": namespace, "verb": "list",
+                                                             "resource": "pods"}}}
+    harness.wait_for(lambda: api.post(f"{AUTHZ}/subjectaccessreviews", json=review).json()["status"].get("allowed"),
+                     timeout=30, message="pat's binding to reach the authorizer")
     return "pat"
 
 
