@@ -173,17 +173,6 @@ class TLSServerProtocol(asyncio.BufferedProtocol):
 
     # --- the application's side -----------------------------------------------------------------
 
-    def _write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._closing or self._transport is None:
-            return
-        try:
-            self._ssl.write(data)
-        except (ssl.SSLError, OSError) as err:
-            log.debug("TLS write failed: %s", err)
-            self._abort_after_flush()
-            return
-        self._flush()
-
     def _write_all(self, pieces: Any) -> None:
         """Each piece encrypted as it is (a large body is not copied to be joined first), sent at once."""
         if self._closing or self._transport is None:
@@ -251,7 +240,7 @@ class _AppTransport(asyncio.Transport):
         return transport.get_extra_info(name, default) if transport is not None else default
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self._tls._write(data)
+        self._tls._write_all((data,))
 
     def writelines(self, list_of_data: Any) -> None:
         self._tls._write_all(list_of_data)
