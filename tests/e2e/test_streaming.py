@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -63,6 +64,22 @@ def versioned(kubectl: Kubectl, version: str) -> Kubectl:
     return Kubectl(binary(version), kubectl.server, kubectl.home, kubectl.namespace)
 
 
+# client-go's WebSocket executor up to kubectl 1.30 started reading before it had made its streams, so
+# the server's first message (the empty one every kubelet sends on the lowest writable channel) could
+# land on no stream: the client logs "Unknown stream id 1, discarding message" and goes on
+# (kubernetes/kubernetes#131189, fixed by #131203; kubectl 1.31.9+ here never logs it). It happens
+# against real clusters too; we tolerate exactly that line, from those versions only.
+_DISCARDED = re.compile(r"^E\d{4} [\d:.]+ +\d+ websocket\.go:\d+\] Unknown stream id \d+, discarding message\n",
+                        re.MULTILINE)
+
+
+def stderr_of(done: subprocess.CompletedProcess[str], version: str) -> str:
+    """kubectl's stderr, without client-go's known discarded-message line in versions that have the race."""
+    if tuple(int(p) for p in version.split(".")) <= (1, 30):
+        return _DISCARDED.sub("", done.stderr)
+    return done.stderr
+
+
 WS = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "true"}
 SPDY = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}
 
@@ -73,7 +90,7 @@ SPDY = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}
 @pytest.mark.parametrize("version", ALL_VERSIONS)
 def test_exec_echo_with_every_kubectl(kubectl: Kubectl, web: str, version: str) -> None:
     done = versioned(kubectl, version).run("exec", web, "--", "echo", "hi")
-    assert (done.stdout, done.stderr) == ("hi\n", "")
+    assert (done.stdout, stderr_of(done, version)) == ("hi\n", "")
 
 
 @pytest.mark.parametrize("env", [pytest.param(WS, id="websocket"), pytest.param(SPDY, id="spdy")])
@@ -83,7 +100,7 @@ def test_exec_passes_the_exit_code_back(kubectl: Kubectl, web: str, version: str
                                            check=False, env=env)
     assert done.returncode == 3
     assert done.stdout == "out\n"
-    assert done.stderr == "err\ncommand terminated with exit code 3\n"
+    assert stderr_of(done, version) == "err\ncommand terminated with exit code 3\n"
 
 
 @pytest.mark.parametrize("env", [pytest.param(WS, id="websocket"), pytest.param(SPDY, id="spdy")])
