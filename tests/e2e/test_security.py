@@ -56,13 +56,14 @@ def jane(cluster: harness.Cluster, api: httpx.Client, namespace: str) -> Iterato
         yield client
 
 
-def wait_authorized(api: httpx.Client, user: str, namespace: str, verb: str, group: str, resource: str) -> None:
+def wait_authorized(api: httpx.Client, user: str, namespace: str, verb: str, group: str, resource: str,
+                    name: str = "") -> None:
     """Until the authorizer's caches hold a binding just made (eventually, as Kubernetes' e2e tests wait for an
     authorization update with a SubjectAccessReview)."""
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
               "spec": {"user": user, "groups": ["system:authenticated"],
                        "resourceAttributes": {"namespace": namespace, "verb": verb, "group": group,
-                                              "resource": resource}}}
+                                              "resource": resource, "name": name}}}
     harness.wait_for(lambda: api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review)
                      .json()["status"].get("allowed"), timeout=30, message=f"{user} to be allowed to {verb} {resource}")
 
@@ -190,6 +191,7 @@ def test_impersonation_as_rbac_grants_it(cluster: harness.Cluster, api: httpx.Cl
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "ivy"}]}
     assert api.post(f"{RBAC}/clusterroles", json=role).status_code == 201
     assert api.post(f"{RBAC}/clusterrolebindings", json=binding).status_code == 201
+    wait_authorized(api, "ivy", "", "impersonate", "", "groups", name="dev")
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     try:
         with harness.user_client(cluster.url, "ivy", timeout=30) as ivy:

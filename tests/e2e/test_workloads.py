@@ -65,8 +65,14 @@ def deploy(api: httpx.Client, ns: str, name: str) -> dict[str, Any]:
 
 
 def replica_sets(api: httpx.Client, ns: str) -> list[dict[str, Any]]:
+    """The namespace's ReplicaSets, oldest revision first (creation timestamps have a one-second
+    resolution: two made in the same second would come in name order)."""
     items: list[dict[str, Any]] = apis(api, ns, "apps/v1/replicasets")["items"]
-    return sorted(items, key=lambda r: r["metadata"]["creationTimestamp"])
+
+    def revision(rs: dict[str, Any]) -> tuple[int, str]:
+        annotations = rs["metadata"].get("annotations") or {}
+        return int(annotations.get("deployment.kubernetes.io/revision", "0")), rs["metadata"]["creationTimestamp"]
+    return sorted(items, key=revision)
 
 
 def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
