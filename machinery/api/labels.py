@@ -271,15 +271,19 @@ class Selector:
     True
     """
 
-    __slots__ = ("_nothing", "_pairs", "_requirements", "_tests")
+    __slots__ = ("_equalities", "_nothing", "_pairs", "_requirements", "_tests")
 
-    _requirements: tuple[Requirement, ...]
+    #: ``None`` until asked for, in a selector made from valid ``matchLabels`` alone (see
+    #: :func:`_from_match_labels`): its ``_equalities`` are enough to match.
+    _requirements: tuple[Requirement, ...] | None
+    _equalities: tuple[tuple[str, str], ...]
     _nothing: bool
     _pairs: frozenset[tuple[str, str]]
     _tests: tuple[_LabelTest, ...]
 
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         self._requirements = tuple(sorted(requirements, key=lambda r: r.key))
+        self._equalities = ()
         self._nothing = False
         self._pairs, self._tests = _compile_plan(self._requirements)
 
@@ -338,11 +342,13 @@ class Selector:
     @property
     def requirements(self) -> tuple[Requirement, ...]:
         """The requirements, sorted by key; empty for both :meth:`everything` and :meth:`nothing`."""
+        if self._requirements is None:
+            self._requirements = tuple(Requirement(k, Operator.EQUALS, (v,)) for k, v in sorted(self._equalities))
         return self._requirements
 
     def empty(self) -> bool:
         """Whether this selector does not restrict anything (``Nothing()`` is not empty)."""
-        return not self._requirements and not self._nothing
+        return not self._pairs and not self._tests
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether every requirement holds for these labels."""
@@ -354,7 +360,7 @@ class Selector:
         return True
 
     def __str__(self) -> str:
-        return ",".join(str(r) for r in self._requirements)
+        return ",".join(str(r) for r in self.requirements)
 
     def __repr__(self) -> str:
         return "Selector.nothing()" if self._nothing else f"Selector.parse({str(self)!r})"
@@ -362,10 +368,10 @@ class Selector:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Selector):
             return NotImplemented
-        return self._nothing == other._nothing and self._requirements == other._requirements
+        return self._nothing == other._nothing and self.requirements == other.requirements
 
     def __hash__(self) -> int:
-        return hash((self._nothing, self._requirements))
+        return hash((self._nothing, self.requirements))
 
 
 def _string(value: object) -> str:
@@ -395,8 +401,22 @@ _NOTHING: Final = _make_nothing()
 
 @functools.lru_cache(maxsize=4096)
 def _from_match_labels(pairs: tuple[tuple[str, str], ...]) -> Selector:
-    """A ``matchLabels``-only selector, compiled once and shared (a Selector never changes)."""
-    return Selector._compile(dict(pairs), [])
+    """A ``matchLabels``-only selector, compiled once and shared (a Selector never changes).
+
+    Every workload's write compiles its selector (validation checks that it selects the template), and
+    most workloads' labels are unique to them (``app: NAME``): when every key and value is valid, which
+    is all that makes an equality requirement fail, the selector is made from the pairs alone and its
+    Requirement objects only if something asks for them. Otherwise :meth:`Selector._compile` raises
+    Kubernetes' own message."""
+    if not all(not is_qualified_name(k) and not is_valid_label_value(v) for k, v in pairs):
+        return Selector._compile(dict(pairs), [])
+    selector = Selector.__new__(Selector)
+    selector._requirements = None
+    selector._equalities = pairs
+    selector._nothing = False
+    selector._pairs = frozenset(pairs)
+    selector._tests = ()
+    return selector
 
 
 def selector_from_set(labels: Mapping[str, str] | None) -> Selector:

@@ -5,11 +5,13 @@ function returns a list of human-readable problems (empty when valid), worded
 exactly as Kubernetes words them, because those words reach users through
 ``422 Invalid`` responses and kubectl prints them verbatim.
 
-Pure functions, no state: safe from any task or thread.
+Pure functions; the only state is a bounded cache of verdicts on label keys and values
+(``functools.lru_cache``, thread-safe): safe from any task or thread.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -88,6 +90,20 @@ def is_dns1123_subdomain(value: str) -> list[str]:
 
 def is_qualified_name(value: str) -> list[str]:
     """A label or annotation key: an optional DNS subdomain prefix and ``/``, then a name."""
+    return list(_qualified_name_problems(value))
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """A label value: empty, or up to 63 characters of a qualified name's alphabet."""
+    return list(_label_value_problems(value))
+
+
+# Label keys and values are judged on every write of every object that has labels, a workload's
+# three or four times per request (its own, its selector's, its template's, the compiled selector's),
+# and mostly the same few strings across requests: the verdicts on a bounded number of them are kept.
+
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_problems(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -99,11 +115,11 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
     else:
-        return [_regex_error(
+        return (_regex_error(
             "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
             "start and end with an alphanumeric character",
             _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",)
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
@@ -114,11 +130,11 @@ def is_qualified_name(value: str) -> list[str]:
             "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
             "with an alphanumeric character",
             _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
+    return tuple(errs)
 
 
-def is_valid_label_value(value: str) -> list[str]:
-    """A label value: empty, or up to 63 characters of a qualified name's alphabet."""
+@functools.lru_cache(maxsize=8192)
+def _label_value_problems(value: str) -> tuple[str, ...]:
     errs: list[str] = []
     if len(value) > LABEL_VALUE_MAX_LENGTH:
         errs.append(_max_len(LABEL_VALUE_MAX_LENGTH))
@@ -127,7 +143,7 @@ def is_valid_label_value(value: str) -> list[str]:
             "a valid label must be an empty string or consist of alphanumeric characters, '-', "
             "'_' or '.', and must start and end with an alphanumeric character",
             _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return tuple(errs)
 
 
 _GO_ESCAPES: Final = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t",

@@ -383,3 +383,23 @@ def test_arbitrary_text_parses_or_raises_selector_error(text: str) -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(labels).failed == 0
+
+
+@given(st.dictionaries(_keys, _values, min_size=1, max_size=6), st.dictionaries(_keys, _values, max_size=6))
+def test_a_match_labels_selector_is_the_selector_of_its_equalities(match_labels: dict[str, str],
+                                                                  labels: dict[str, str]) -> None:
+    """The matchLabels-only form (made without Requirement objects until asked) is the same selector."""
+    compiled = Selector([Requirement(k, Operator.EQUALS, (v,)) for k, v in match_labels.items()])
+    quick = Selector.from_label_selector({"matchLabels": match_labels})
+    assert quick.matches(labels) is compiled.matches(labels) is all(labels.get(k) == v for k, v in match_labels.items())
+    assert hash(quick) == hash(compiled) and quick == compiled and compiled == quick
+    assert str(quick) == str(compiled) and quick.requirements == compiled.requirements
+    assert not quick.empty()
+
+
+def test_an_invalid_match_labels_selector_still_raises_kubernetes_message() -> None:
+    with pytest.raises(SelectorError) as bad:
+        Selector.from_label_selector({"matchLabels": {"app": "no spaces"}})
+    assert "a valid label must be an empty string" in str(bad.value)
+    with pytest.raises(SelectorError):
+        Selector.from_label_selector({"matchLabels": {"bad key!": "x"}})
