@@ -11,10 +11,10 @@ from machinery.api import names
     ("app", []),
     ("example.com/app", []),
     ("/app", ["prefix part must be non-empty"]),
-    ("a/b/c", ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-               "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-               "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
-               "and '/' (e.g. 'example.com/MyName')"]),
+    ("a/b/c", [("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+                "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+                "and '/' (e.g. 'example.com/MyName')")]),
     ("x" * 64, ["name part must be no more than 63 characters"]),
 ])
 def test_qualified_names(key: str, problems: list[str]) -> None:
