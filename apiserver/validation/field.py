@@ -12,7 +12,7 @@ bare, strings Go-quoted, ``null`` for nothing, anything composite as Go's
 ``encoding/json`` would write it. (Kubernetes 1.32 printed composites with
 Go's ``%#v``, which names Go types kubesim does not have.)
 
-Pure values and functions; no state.
+Pure values and functions; the only state is the bounded memory of paths' steps (see :class:`Path`).
 """
 
 from __future__ import annotations
@@ -68,24 +68,61 @@ class Path:
 
         Path("spec").child("containers").index(0).child("name")   # spec.containers[0].name
         Path("metadata", "labels").key("app")                     # metadata.labels[app]
+
+    A validator builds the path of every field it looks at, errors or not (a Deployment's
+    validation takes some fifty steps), and validators start from long-lived roots such as
+    ``Path("spec")``: so a path remembers the steps taken from it by :meth:`child` and by
+    :meth:`index` for small indices, and hands back the same immutable object the next time.
+    Bounded: at most :data:`_STEPS_KEPT` steps per path and :data:`_PATHS_KEPT` in all (names
+    that come from user data, such as a custom resource's fields, must not grow it without end);
+    :meth:`key` (map keys, user data) is never remembered.
     """
 
-    __slots__ = ("_text",)
+    __slots__ = ("_steps", "_text")
 
     def __init__(self, name: str, *more: str) -> None:
         self._text = ".".join((name, *more)) if more else name
+        self._steps: dict[str | int, Path] | None = None
 
     @classmethod
     def _raw(cls, text: str) -> Path:
-        path = cls.__new__(cls)
+        path = _new(cls)
         path._text = text
+        path._steps = None
+        return path
+
+    def _step(self, step: str | int, text: str) -> Path:
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = {}
+        path = Path._raw(text)
+        if len(steps) < _STEPS_KEPT and _kept[0] < _PATHS_KEPT:
+            steps[step] = path
+            _kept[0] += 1
         return path
 
     def child(self, name: str, *more: str) -> Path:
-        return Path._raw(".".join((self._text, name, *more)))
+        if more:
+            path = self.child(name)
+            for step in more:
+                path = path.child(step)
+            return path
+        steps = self._steps
+        if steps is not None:
+            found = steps.get(name)
+            if found is not None:
+                return found
+        return self._step(name, f"{self._text}.{name}")
 
     def index(self, i: int) -> Path:
-        return Path._raw(f"{self._text}[{i}]")
+        if i >= _INDICES_KEPT:
+            return Path._raw(f"{self._text}[{i}]")
+        steps = self._steps
+        if steps is not None:
+            found = steps.get(i)
+            if found is not None:
+                return found
+        return self._step(i, f"{self._text}[{i}]")
 
     def key(self, key: str) -> Path:
         return Path._raw(f"{self._text}[{key}]")
@@ -101,6 +138,14 @@ class Path:
 
     def __hash__(self) -> int:
         return hash(self._text)
+
+
+_new: Final = object.__new__
+#: How many steps one path remembers, how many paths are remembered in all, and up to which list index.
+_STEPS_KEPT: Final = 64
+_PATHS_KEPT: Final = 50_000
+_INDICES_KEPT: Final = 16
+_kept: list[int] = [0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,21 @@ def test_paths_are_values() -> None:
     assert str(base) == "spec"  # children never change their parent
 
 
+def test_steps_are_remembered_within_bounds() -> None:
+    """The same step from the same path is the same (immutable) object; user-sized steps are not kept."""
+    base = Path("spec")
+    assert base.child("template") is base.child("template")
+    assert base.child("containers").index(3) is base.child("containers").index(3)
+    assert str(base.child("containers").index(3).child("name")) == "spec.containers[3].name"
+    assert base.index(1000) is not base.index(1000) and str(base.index(1000)) == "spec[1000]"
+    assert base.key("app") is not base.key("app")
+    many = Path("object")
+    fields = [many.child(f"field{i}") for i in range(200)]
+    assert [str(f) for f in fields] == [f"object.field{i}" for i in range(200)]
+    assert many.child("field199") is not fields[199]  # beyond the steps one path keeps
+    assert many.child("field0") is fields[0]
+
+
 @pytest.mark.parametrize(("errors", "message"), [
     pytest.param([], 'Pod "bad" is invalid', id="no-errors"),
     pytest.param([FieldError.required("spec.containers")],
