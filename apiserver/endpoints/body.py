@@ -87,11 +87,14 @@ async def decode_object(call: Call, opts: WriteOptions, *, kind: str | None = No
     mt = codec.media_type(ctype)
     if mt not in ("", "*/*", "application/x-yaml", "text/yaml", *BODY_MEDIA_TYPES):
         raise errors.unsupported_media_type(mt, list(BODY_MEDIA_TYPES))
-    doc = codec.parse_document(body, ctype, strict_duplicates=mode != "Ignore")
+    duplicates: list[str] | None = [] if mode != "Ignore" else None
+    doc = codec.parse_document(body, ctype, duplicates=duplicates)
     info = call.info
     obj = codec.check_kind(doc, info, kind=kind, api_version=api_version)
     if kind is None:
-        codec.check_fields(obj, info, mode, opts.warnings)
+        codec.check_fields(obj, info, mode, opts.warnings, duplicates=duplicates or ())
+    else:
+        codec.report_strict_decoding(mode, opts.warnings, duplicates or ())
     return obj
 
 

@@ -273,7 +273,8 @@ async def patch_object(call: Call, *, strategy: Strategy | None = None) -> Respo
     opts = body.write_options(call, subresource=call.subresource)
     mode = body.field_validation(call)
     raw = await body.read_body(call)
-    document = codec.parse_document(raw, ctype, strict_duplicates=mode == "Strict")
+    duplicates: list[str] | None = [] if mode != "Ignore" else None
+    document = codec.parse_document(raw, ctype, duplicates=duplicates)
     if ctype == "application/apply-patch+yaml":
         return await apply(call, document, opts, mode, strategy=strategy)
     resource = call.resource
@@ -292,7 +293,7 @@ async def patch_object(call: Call, *, strategy: Strategy | None = None) -> Respo
             raise APIError(e.code, e.reason, e.message) from e
         new = codec.check_kind(new, info)
         opts.warnings.clear()
-        codec.check_fields(new, info, mode, opts.warnings)
+        codec.check_fields(new, info, mode, opts.warnings, duplicates=duplicates or ())
         return _to_storage(call, new)
 
     def wanted(_new: Obj) -> str | None:

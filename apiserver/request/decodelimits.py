@@ -37,8 +37,10 @@ MAX_DEPTH: Final = 200
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 
-#: Bytes of a JSON body that may hide a number beyond int64: a long digit run or an exponent.
-_RISKY_NUMBER: Final = re.compile(rb"[0-9]{19}|[0-9][eE][+-]?[0-9]")
+#: Bytes of a JSON body that may hide a number beyond int64: a number (it follows a colon, a bracket or a
+#: comma) whose integer part has 19 digits or more, or that has an exponent. Digits and "e" inside
+#: strings (uids, image digests) are not numbers: matching them would walk every object for nothing.
+_RISKY_NUMBER: Final = re.compile(rb"[:\[,][ \t\r\n]*-?(?:[0-9]{19}|[0-9]+(?:\.[0-9]+)?[eE])")
 
 
 def exceeded_depth() -> errors.APIError:

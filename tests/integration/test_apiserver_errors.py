@@ -123,7 +123,27 @@ def test_duplicate_fields_are_rejected_when_strict(api: httpx.Client, namespace:
     r = api.post(f"/api/v1/namespaces/{namespace}/pods", content=raw, params={"fieldValidation": "Strict"},
                  headers={"Content-Type": "application/json"})
     body = assert_status(r, 400, "BadRequest")
-    assert 'duplicate field "name"' in body["message"]
+    assert body["message"] == 'strict decoding error: duplicate field "name"'
+
+
+@pytest.mark.parametrize("params", [{"fieldValidation": "Warn"}, {}], ids=["warn", "default"])
+def test_duplicate_fields_are_a_warning_and_the_last_value_is_kept(api: httpx.Client, namespace: str,
+                                                                   params: dict[str, str]) -> None:
+    """As kube-apiserver: under Warn (the default) a duplicate field is a warning, the request goes on."""
+    raw = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"d","name":"kept"},' \
+          b'"spec":{"containers":[{"name":"c","image":"x","image":"y"}]}}'
+    r = api.post(f"/api/v1/namespaces/{namespace}/pods", content=raw, params=params,
+                 headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    assert r.headers.get_list("warning") == ['299 - "duplicate field \\"name\\""',
+                                             '299 - "duplicate field \\"image\\""']
+    assert r.json()["metadata"]["name"] == "kept" and r.json()["spec"]["containers"][0]["image"] == "y"
+    patched = api.patch(f"/api/v1/namespaces/{namespace}/pods/kept", params=params,
+                        content=b'{"metadata":{"labels":{"a":"1","a":"2"}}}',
+                        headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status_code == 200, patched.text
+    assert patched.headers.get_list("warning") == ['299 - "duplicate field \\"a\\""']
+    assert patched.json()["metadata"]["labels"] == {"a": "2"}
 
 
 def test_invalid_object_is_422_with_causes(api: httpx.Client, namespace: str) -> None:
