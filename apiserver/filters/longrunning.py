@@ -6,7 +6,7 @@ connection for as long as they stream. The request timeout and the in-flight
 limits leave them alone: they are bounded by their own rules (a watch by
 ``--min-request-timeout``).
 
-Pure functions over ASGI scopes.
+Functions over ASGI scopes; the answer is kept in the scope, as several filters ask.
 """
 
 from __future__ import annotations
@@ -26,7 +26,19 @@ def _truthy(value: str) -> bool:
     return value.lower() not in ("false", "0")
 
 
+_SCOPE_KEY: Final = "kubesim.long_running"
+
+
 def is_long_running(scope: Scope) -> bool:
+    """Whether the request is a watch, a streaming subresource or a followed log (decided once per request:
+    the timeout and max-in-flight filters both ask)."""
+    known: bool | None = scope.get(_SCOPE_KEY)
+    if known is None:
+        known = scope[_SCOPE_KEY] = _long_running(scope)
+    return known
+
+
+def _long_running(scope: Scope) -> bool:
     path: str = scope.get("path", "")
     if not path.startswith(("/api/", "/apis/")):
         return False
@@ -35,7 +47,8 @@ def is_long_running(scope: Scope) -> bool:
     verb_at = 2 if parts[0] == "api" else 3
     if len(parts) > verb_at and parts[verb_at] == "watch":
         return True
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    raw: bytes = scope.get("query_string", b"")
+    query = parse_qs(raw.decode("latin-1"), keep_blank_values=True) if raw else {}
     if any(_truthy(v) for v in query.get("watch", ())):
         return True
     if parts and parts[-1] in _STREAMING_SUBRESOURCES:

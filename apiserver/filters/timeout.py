@@ -37,7 +37,10 @@ def _status(code: int, reason: str, message: str, details: dict[str, object] | N
 
 def requested_timeout(scope: Scope) -> float | None:
     """The ``?timeout=`` duration in seconds, None when absent; ValueError when it is not a duration."""
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    raw: bytes = scope.get("query_string", b"")
+    if b"timeout=" not in raw:
+        return None
+    query = parse_qs(raw.decode("latin-1"), keep_blank_values=True)
     values = query.get("timeout")
     if not values or values[0] == "":
         return None
