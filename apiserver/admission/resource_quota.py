@@ -6,7 +6,8 @@ the object's cost (:mod:`machinery.quota`) is added to the quota's usage; if
 any resource would exceed ``spec.hard`` the request gets Kubernetes' 403
 ("exceeded quota: q, requested: pods=1, used: pods=2, limited: pods=2"). A
 quota the controller has not counted yet refuses with "status unknown for
-quota", and a Pod that sets no request or limit a quota constrains gets
+quota" (once the cache has caught up with etcd: it may not have seen the
+count yet), and a Pod that sets no request or limit a quota constrains gets
 "failed quota: q: must specify limits.cpu for: app".
 
 Usage is the larger, resource by resource, of the quota's ``status.used``
@@ -42,6 +43,14 @@ from machinery.api.quantity import milli_value
 _ATTEMPTS: Final = 5
 
 
+class _StatusUnknown(Exception):
+    """A quota the controller has not counted yet, as far as the cache knows: ``error`` is the answer."""
+
+    def __init__(self, error: errors.APIError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 class ResourceQuota(Plugin):
     name = "ResourceQuota"
     operations = frozenset({"CREATE"})
@@ -61,10 +70,17 @@ class ResourceQuota(Plugin):
             return
         lock = self._locks.setdefault(namespace, asyncio.Lock())
         async with lock:
+            unknown_seen = False
             for attempt in range(1, _ATTEMPTS + 1):
                 try:
                     await self._check_and_record(attrs)
                     return
+                except _StatusUnknown as unknown:
+                    # The cache may hold the quota as it was before the controller's first count
+                    # (written a moment ago): judge once more on the quota as etcd holds it now.
+                    if unknown_seen or attempt == _ATTEMPTS:
+                        raise unknown.error from None
+                    unknown_seen = True
                 except errors.APIError as err:
                     if err.code != 409 or attempt == _ATTEMPTS:
                         raise
@@ -101,8 +117,8 @@ class ResourceQuota(Plugin):
             status = q.get("status") or {}
             if not status.get("hard") or any(r not in (status.get("used") or {}) for r in relevant):
                 missing = ",".join(sorted(r for r in relevant if r not in (status.get("used") or {})))
-                raise errors.forbidden(info, name, f"status unknown for quota: {qname}, resources: "
-                                                   f"{missing or ','.join(sorted(relevant))}")
+                raise _StatusUnknown(errors.forbidden(info, name, f"status unknown for quota: {qname}, resources: "
+                                                                  f"{missing or ','.join(sorted(relevant))}"))
             recorded = _quantities(status.get("used"))
             live = self._live_usage(attrs, q)
             used = {r: max(recorded.get(r, 0), live.get(r, 0)) for r in relevant}

@@ -79,3 +79,32 @@ async def test_a_charge_that_keeps_conflicting_fails_the_create() -> None:
         await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
     assert failed.value.code == 409
     assert (quotas.writes, quotas.cache.fresh_waits) == (5, 4)
+
+
+class CatchingUpCache(QuotaCache):
+    """Holds the quota as first written (no status) until the admission waits for it to catch up."""
+
+    def __init__(self, counted: bool) -> None:
+        super().__init__()
+        self.counted = counted
+
+    def sorted_entries(self, namespace: str | None = None) -> list[Entry]:
+        quota = QUOTA if self.fresh_waits and self.counted else {**QUOTA, "status": {}}
+        return [Entry("/registry/resourcequotas/default/q", b"{}", 5, quota)]
+
+
+async def test_a_quota_not_yet_counted_in_the_cache_is_judged_again_once_it_caught_up() -> None:
+    """CI once refused a Pod with "status unknown" right after the client had read the quota's count."""
+    quotas = QuotaStore(conflicts=0)
+    quotas.cache = CatchingUpCache(counted=True)
+    await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert (quotas.writes, quotas.cache.fresh_waits) == (1, 1)
+
+
+async def test_a_quota_never_counted_still_refuses_with_status_unknown() -> None:
+    quotas = QuotaStore(conflicts=0)
+    quotas.cache = CatchingUpCache(counted=False)
+    with pytest.raises(errors.APIError) as refused:
+        await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert refused.value.code == 403 and "status unknown for quota: q, resources: pods" in refused.value.message
+    assert (quotas.writes, quotas.cache.fresh_waits) == (0, 1)

@@ -22,9 +22,9 @@ This is kube-apiserver's ``EvictionREST`` (``pkg/registry/core/pod/storage/evict
 Before it is deleted, a Pod that is not finished gets a ``DisruptionTarget``
 condition saying why it goes (Kubernetes 1.31 and later).
 
-The budgets are read from the APIServer's watch cache, then re-read from etcd
-when a guarded write finds them changed, so concurrent evictions never spend
-one disruption twice.
+The budgets are read by a consistent list (as kube-apiserver's eviction lists
+them through its own client), then re-read from etcd when a guarded write
+finds them changed, so concurrent evictions never spend one disruption twice.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from apiserver.registry.resource import Subresource
 from apiserver.registry.store import DeleteOptions, Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
 from apiserver.storage.objects import Entry
+from apiserver.watchcache import Filter
 from machinery.api import kinds
 from machinery.api.labels import Selector, SelectorError
 from machinery.api.meta import now_time
@@ -96,12 +97,13 @@ def is_ready(pod: Obj) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or ())
 
 
-def matching_budgets(budgets: list[Obj], pod: Obj) -> list[Obj]:
+def matching_budgets(budgets: list[Entry], pod: Obj) -> list[Entry]:
     """The budgets of the Pod's namespace that select it; a budget selecting nothing or everything never does."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     out = []
-    for pdb in budgets:
+    for entry in budgets:
+        pdb = entry.obj
         if (pdb.get("metadata") or {}).get("namespace") != meta.get("namespace"):
             continue
         try:
@@ -110,7 +112,7 @@ def matching_budgets(budgets: list[Obj], pod: Obj) -> list[Obj]:
             continue
         if selector.empty() or not selector.matches(labels):
             continue
-        out.append(pdb)
+        out.append(entry)
     return out
 
 
@@ -174,8 +176,12 @@ class EvictionREST(Subresource):
                 if e.reason != "Conflict" or client_rv or attempt == _ATTEMPTS - 1:
                     raise
 
-        budgets = matching_budgets([e.obj for e in call.server.store(kinds.POD_DISRUPTION_BUDGETS).cache
-                                    .sorted_entries()], pod)
+        # A consistent list, as the eviction's own client lists the budgets in kube-apiserver: a budget's
+        # status written a moment ago (by the disruption controller) is what decides.
+        budget_store = call.server.store(kinds.POD_DISRUPTION_BUDGETS)
+        listed = await budget_store.list(Filter(namespace=namespace,
+                                                key_prefix=kinds.POD_DISRUPTION_BUDGETS.etcd_prefix(namespace)))
+        budgets = matching_budgets(listed.entries, pod)
         if len(budgets) > 1:
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                     "message": "This pod has more than one PodDisruptionBudget, which the eviction subresource "
@@ -183,7 +189,7 @@ class EvictionREST(Subresource):
         guard_pod = False
         pdb_name = ""
         if budgets:
-            pdb = budgets[0]
+            pdb = budgets[0].obj
             pdb_name = pdb["metadata"]["name"]
             spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
             current, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
@@ -192,7 +198,7 @@ class EvictionREST(Subresource):
                 # An unhealthy Pod does not count towards the budget: it may go, if it stays unready.
                 guard_pod = True
             else:
-                await self._check_and_decrement(call, namespace, pdb_name, name, dry_run=options.dry_run)
+                await self._check_and_decrement(call, namespace, budgets[0], name, dry_run=options.dry_run)
 
         delete = copy.copy(options)
         if guard_pod:
@@ -205,12 +211,12 @@ class EvictionREST(Subresource):
             raise
         return None
 
-    async def _check_and_decrement(self, call: Call, namespace: str, pdb_name: str, pod_name: str, *,
+    async def _check_and_decrement(self, call: Call, namespace: str, listed: Entry, pod_name: str, *,
                                    dry_run: bool) -> None:
         """Spend one of the budget's allowed disruptions on this Pod, or raise why not (429, 403)."""
         store = call.server.store(kinds.POD_DISRUPTION_BUDGETS)
-        cached = store.cache.get(store.key(namespace, pdb_name))
-        entry: Entry | None = cached
+        pdb_name = listed.obj["metadata"]["name"]
+        entry: Entry | None = listed
         for _ in range(_ATTEMPTS):
             if entry is None:
                 entry = await store.get(namespace, pdb_name)
