@@ -21,6 +21,10 @@ conflicts the create fails with the conflict rather than pass unchecked. The
 ResourceQuota controller later recounts from the objects, correcting for
 creates that failed after admission.
 
+A namespace whose cached quotas are none is looked up in etcd (at most every
+30 s per namespace, as Kubernetes' accessor does its live lookups), so that
+a quota created a moment before is not missed while the cache catches up.
+
 Dry runs check but record nothing.
 """
 
@@ -28,19 +32,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Mapping
 from typing import Any, Final
 
 from apiserver import errors
 from apiserver.admission.chain import Attributes, Plugin
 from apiserver.registry.store import WriteOptions
-from apiserver.watchcache import CacheClosed, CacheNotReady, NotFresh
+from apiserver.watchcache import CacheClosed, CacheNotReady, Filter, NotFresh
 from machinery import quota
 from machinery.api import kinds
 from machinery.api.quantity import milli_value
 
 #: Times a quota's status write is retried when another admission updated it first.
 _ATTEMPTS: Final = 5
+#: How long a live lookup of a namespace's quotas is trusted, and how many namespaces' are kept.
+_LIVE_TTL: Final = 30.0
+_LIVE_MAX: Final = 10_000
 
 
 class _StatusUnknown(Exception):
@@ -58,6 +66,27 @@ class ResourceQuota(Plugin):
     def __init__(self) -> None:
         # One namespace's quota writes at a time: they conflict with each other anyway.
         self._locks: dict[str, asyncio.Lock] = {}
+        # namespace -> (when etcd was asked, whether it holds quotas there): the live lookups.
+        self._live: dict[str, tuple[float, bool]] = {}
+
+    async def _quotas_in_etcd(self, store: Any, namespace: str) -> bool:
+        """Whether etcd holds quotas of a namespace where the cache holds none, asked at most every
+        :data:`_LIVE_TTL` seconds per namespace (Kubernetes' quota accessor keeps such live lookups in
+        an LRU cache for 30 s, so that a quota created just before a Pod is not missed)."""
+        now = time.monotonic()
+        known = self._live.get(namespace)
+        if known is not None and now - known[0] < _LIVE_TTL:
+            return known[1]
+        try:
+            listed = await store.list(Filter(namespace=namespace,
+                                             key_prefix=kinds.RESOURCE_QUOTAS.etcd_prefix(namespace)))
+        except errors.APIError:
+            return False
+        found = bool(listed.entries)
+        if len(self._live) >= _LIVE_MAX:
+            self._live.clear()
+        self._live[namespace] = (now, found)
+        return found
 
     def handles(self, attrs: Attributes) -> bool:
         return (super().handles(attrs) and attrs.resource.namespaced and not attrs.subresource
@@ -67,7 +96,11 @@ class ResourceQuota(Plugin):
         namespace = attrs.namespace or ""
         store = attrs.context.store(kinds.RESOURCE_QUOTAS)
         if not any(True for _ in store.cache.sorted_entries(namespace)):
-            return
+            if not await self._quotas_in_etcd(store, namespace):
+                return
+            # A quota written a moment ago that the cache has not seen yet: judge on it once the cache has.
+            with contextlib.suppress(NotFresh, CacheClosed, CacheNotReady):
+                await store.cache.wait_fresh(timeout=1.0)
         lock = self._locks.setdefault(namespace, asyncio.Lock())
         async with lock:
             unknown_seen = False

@@ -108,3 +108,39 @@ async def test_a_quota_never_counted_still_refuses_with_status_unknown() -> None
         await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
     assert refused.value.code == 403 and "status unknown for quota: q, resources: pods" in refused.value.message
     assert (quotas.writes, quotas.cache.fresh_waits) == (0, 1)
+
+
+class LateCache(QuotaCache):
+    """Holds no quota until the admission waits for it to catch up with etcd."""
+
+    def sorted_entries(self, namespace: str | None = None) -> list[Entry]:
+        return super().sorted_entries(namespace) if self.fresh_waits else []
+
+
+class ListedStore(QuotaStore):
+    def __init__(self, in_etcd: bool) -> None:
+        super().__init__(conflicts=0)
+        self.cache = LateCache()
+        self.in_etcd = in_etcd
+        self.lists = 0
+
+    async def list(self, _flt: Any) -> Any:
+        self.lists += 1
+        entries = [Entry("/registry/resourcequotas/default/q", b"{}", 5, QUOTA)] if self.in_etcd else []
+        return type("Listed", (), {"entries": entries})()
+
+
+async def test_a_quota_the_cache_has_not_seen_yet_is_found_by_a_live_lookup() -> None:
+    """As Kubernetes' quota accessor: no quota in the cache means asking etcd, or a quota made just
+    before a Pod would let the Pod pass unchecked."""
+    quotas = ListedStore(in_etcd=True)
+    await ResourceQuota().validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert (quotas.lists, quotas.cache.fresh_waits, quotas.writes) == (1, 1, 1)
+
+
+async def test_a_namespace_without_quotas_is_looked_up_once_per_interval() -> None:
+    quotas = ListedStore(in_etcd=False)
+    plugin = ResourceQuota()
+    for _ in range(3):
+        await plugin.validate(attrs("CREATE", kinds.PODS, POD, ctx=Context(quotas)))  # type: ignore[arg-type]
+    assert (quotas.lists, quotas.cache.fresh_waits, quotas.writes) == (1, 0, 0)
