@@ -10,7 +10,12 @@ running containers as the runtime reports them
 usage besides Pods (the profile's ``usage.systemCPU`` and ``systemMemory``).
 
 The node's cpu counter is integrated from its rate at each sample, so it
-never goes back when a Pod goes away.
+never goes back when a Pod goes away. Counters are integrated on the
+kubelet's monotonic clock, and the times a sample reports (its timestamp, a
+container's start) are read from that clock too, anchored to the wall clock
+once: a reader's rate is a counter difference over a timestamp difference,
+which a step of the wall clock between two samples would otherwise distort
+(CI once saw 590m for a container using 400m).
 
 Concurrency: on the event loop; sampling a node reads its Pods without
 awaiting, so a sample is consistent.
@@ -107,10 +112,21 @@ class StatsProvider:
     clock: Clock = field(default_factory=RealClock)
     started: float = field(default_factory=time.time)
     _counters: dict[str, _NodeCounter] = field(default_factory=dict)
+    #: (wall time, clock time) at this provider's start: the times a sample reports are read from the
+    #: clock the counters are integrated on, so that a reader's rates (counter difference over
+    #: timestamp difference) stay right when the wall clock is stepped.
+    _anchor: tuple[float, float] = (0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        self._anchor = (time.time(), self.clock.now())
+
+    def wall(self, clock_time: float) -> float:
+        """The wall time of a moment on the provider's clock, as its samples report it."""
+        return self._anchor[0] + (clock_time - self._anchor[1])
 
     def sample(self, node: SimNode) -> NodeSample:
         now = self.clock.now()
-        wall = time.time()
+        wall = self.wall(now)
         pods = tuple(s for s in (self._pod(p, now) for p in self.pods.pods_on(node)) if s is not None)
         nano = int(self.profile.system_cpu * 1e6) + sum(p.nano_cores for p in pods)
         counter = self._counters.get(node.name)
@@ -133,7 +149,8 @@ class StatsProvider:
             if usage is None:
                 continue
             core_seconds, nano_cores, working_set = usage
-            started = c.started_wall or _wall(c.started_at)
+            # The start on the same clock as the counter (which starts from it) and the timestamps.
+            started = self.wall(c.started_mono) if c.started_mono else c.started_wall or _wall(c.started_at)
             containers.append(ContainerSample(c.name, started, core_seconds, nano_cores, working_set))
         if not containers:
             return None

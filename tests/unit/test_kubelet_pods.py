@@ -610,3 +610,33 @@ async def test_the_eviction_manager_evicts_best_effort_first_with_the_kubelets_m
     kubelet.clock.advance(30.0)
     manager.check(kubelet.node)
     assert not kubelet.node.memory_pressure
+
+
+async def test_metrics_rates_stay_right_when_the_wall_clock_steps(kubelet: Harness,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counters run on the kubelet's monotonic clock, and so do the times a sample reports: a step of the
+    wall clock between two scrapes does not change the rate metrics-server computes (CI: 590m for 400m)."""
+    import time as time_module
+
+    from kubelet_sim.runtimes.simulated import SimulatedRuntime
+    from kubelet_sim.stats import StatsProvider, resource_metrics
+    from kubelet_sim.usage import UsageProfile
+    from metrics_server.scraper import parse_resource_metrics
+    from metrics_server.storage import rate
+
+    usage = UsageProfile(noise=0.0)
+    kubelet.put(view("busy", uid="u-busy", annotations={"kubesim.io/cpu-usage": "400m"}))
+    kubelet.clock.advance(1.0)
+    stats = StatsProvider(kubelet.pods, SimulatedRuntime(None, usage), usage, clock=kubelet.clock)  # type: ignore[arg-type]
+    kubelet.clock.advance(1.0)  # the container has run for a second
+    _, first = parse_resource_metrics(resource_metrics(stats.sample(kubelet.node)))
+    real_time = time_module.time
+    monkeypatch.setattr(time_module, "time", lambda: real_time() - 0.65)  # the wall clock steps back
+    kubelet.clock.advance(2.0)
+    _, second = parse_resource_metrics(resource_metrics(stats.sample(kubelet.node)))
+    key = next(iter(second))
+    between = rate(second[key]["c"], first[key]["c"])
+    assert between is not None and abs(between.nano_cores - 400_000_000) < 4_000_000
+    assert abs(between.window - 2.0) < 0.01
+    since_start = rate(first[key]["c"], None)
+    assert since_start is not None and abs(since_start.nano_cores - 400_000_000) < 4_000_000
