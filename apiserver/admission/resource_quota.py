@@ -39,7 +39,7 @@ from typing import Any, Final
 from apiserver import errors
 from apiserver.admission.chain import Attributes, Plugin
 from apiserver.registry.store import WriteOptions
-from apiserver.watchcache import CacheClosed, CacheNotReady, Filter, NotFresh
+from apiserver.watchcache import CacheClosed, CacheNotReady, NotFresh
 from machinery import quota
 from machinery.api import kinds
 from machinery.api.quantity import milli_value
@@ -78,8 +78,7 @@ class ResourceQuota(Plugin):
         if known is not None and now - known[0] < _LIVE_TTL:
             return known[1]
         try:
-            listed = await store.list(Filter(namespace=namespace,
-                                             key_prefix=kinds.RESOURCE_QUOTAS.etcd_prefix(namespace)))
+            listed = await store.list(store.namespace_filter(namespace))
         except errors.APIError:
             return False
         found = bool(listed.entries)

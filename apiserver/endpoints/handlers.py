@@ -80,9 +80,7 @@ def selectors(call: Call, store: Store) -> Filter:
     for req in field.requirements:
         if not store.strategy.supports_field(req.field):
             raise errors.bad_request(f"field label not supported: {req.field}")
-    prefix = store.ri.etcd_prefix(call.namespace) if call.namespace else None
-    return Filter(namespace=call.namespace, key_prefix=prefix, label=label, field=field,
-                  extractor=store.strategy.fields)
+    return store.namespace_filter(call.namespace, label=label, field=field, extractor=store.strategy.fields)
 
 
 # --- get and list -------------------------------------------------------------------------------

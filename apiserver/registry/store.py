@@ -227,6 +227,11 @@ class Store:
     def key(self, namespace: str | None, name: str) -> str:
         return self.ri.etcd_key(namespace, name)
 
+    def namespace_filter(self, namespace: str | None, **conditions: Any) -> Filter:
+        """A list or watch filter for one namespace (every one with ``None``), with its etcd key prefix."""
+        prefix = self.ri.etcd_prefix(namespace) if namespace else None
+        return Filter(namespace=namespace, key_prefix=prefix, **conditions)
+
     # --- reads ------------------------------------------------------------------------------
 
     async def _read(self, key: str) -> Entry | None:

@@ -91,38 +91,29 @@ class Path:
         path._steps = None
         return path
 
-    def _step(self, step: str | int, text: str) -> Path:
+    def _step(self, step: str | int) -> Path:
+        """The path one step (a field name, or a list index) from this one, remembered within the bounds."""
         steps = self._steps
         if steps is None:
             steps = self._steps = {}
-        path = Path._raw(text)
+        else:
+            found = steps.get(step)
+            if found is not None:
+                return found
+        path = Path._raw(f"{self._text}.{step}" if type(step) is str else f"{self._text}[{step}]")
         if len(steps) < _STEPS_KEPT and _kept[0] < _PATHS_KEPT:
             steps[step] = path
             _kept[0] += 1
         return path
 
     def child(self, name: str, *more: str) -> Path:
-        if more:
-            path = self.child(name)
-            for step in more:
-                path = path.child(step)
-            return path
-        steps = self._steps
-        if steps is not None:
-            found = steps.get(name)
-            if found is not None:
-                return found
-        return self._step(name, f"{self._text}.{name}")
+        path = self._step(name)
+        for step in more:
+            path = path._step(step)
+        return path
 
     def index(self, i: int) -> Path:
-        if i >= _INDICES_KEPT:
-            return Path._raw(f"{self._text}[{i}]")
-        steps = self._steps
-        if steps is not None:
-            found = steps.get(i)
-            if found is not None:
-                return found
-        return self._step(i, f"{self._text}[{i}]")
+        return self._step(i) if i < _INDICES_KEPT else Path._raw(f"{self._text}[{i}]")
 
     def key(self, key: str) -> Path:
         return Path._raw(f"{self._text}[{key}]")

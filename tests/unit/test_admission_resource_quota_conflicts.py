@@ -124,6 +124,9 @@ class ListedStore(QuotaStore):
         self.in_etcd = in_etcd
         self.lists = 0
 
+    def namespace_filter(self, namespace: str | None) -> str | None:
+        return namespace
+
     async def list(self, _flt: Any) -> Any:
         self.lists += 1
         entries = [Entry("/registry/resourcequotas/default/q", b"{}", 5, QUOTA)] if self.in_etcd else []

@@ -43,7 +43,6 @@ from apiserver.registry.resource import Subresource
 from apiserver.registry.store import DeleteOptions, Store, WriteOptions
 from apiserver.registry.strategy import Obj, Strategy
 from apiserver.storage.objects import Entry
-from apiserver.watchcache import Filter
 from machinery.api import kinds
 from machinery.api.labels import Selector, SelectorError
 from machinery.api.meta import now_time
@@ -179,8 +178,7 @@ class EvictionREST(Subresource):
         # A consistent list, as the eviction's own client lists the budgets in kube-apiserver: a budget's
         # status written a moment ago (by the disruption controller) is what decides.
         budget_store = call.server.store(kinds.POD_DISRUPTION_BUDGETS)
-        listed = await budget_store.list(Filter(namespace=namespace,
-                                                key_prefix=kinds.POD_DISRUPTION_BUDGETS.etcd_prefix(namespace)))
+        listed = await budget_store.list(budget_store.namespace_filter(namespace))
         budgets = matching_budgets(listed.entries, pod)
         if len(budgets) > 1:
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
