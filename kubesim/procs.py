@@ -19,6 +19,7 @@ from inside an event loop.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import random
@@ -69,10 +70,13 @@ def _ephemeral_low() -> int:
 
 
 _FIRST_PORT = 20000
+#: The ports this process handed out lately: a port chosen for a server that has not bound it yet is still
+#: free, and must not be handed out twice (etcd's client and peer ports are chosen one after the other).
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=1024)
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago.
+    """A TCP port on 127.0.0.1 that was free a moment ago, and not handed out by this process lately.
 
     Chosen at random below the ephemeral range: a port the kernel picked (bind to 0) can be handed to
     any outgoing connection before the server meant to listen on it binds it, which made tests that
@@ -82,11 +86,14 @@ def free_port() -> int:
     if high - _FIRST_PORT >= 1000:
         for _ in range(100):
             port = random.randint(_FIRST_PORT, high)
+            if port in _HANDED_OUT:
+                continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 try:
                     s.bind((LOOPBACK, port))
                 except OSError:
                     continue
+                _HANDED_OUT.append(port)
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((LOOPBACK, 0))
