@@ -17,9 +17,10 @@ uid: its ServiceAccount, and its Pod or Secret (one being deleted stays valid
 for 60 seconds, as there). So deleting the Pod ends the token.
 
 Signatures are checked with PyJWT over ``cryptography``; a decoded token's
-claims are kept (until it expires) so that a busy client pays the RSA check
-once, while the bound objects are looked up in the watch caches on every
-request. Concurrency: synchronous, on the event loop.
+claims are kept so that a busy client pays the RSA check once, while the
+bound objects are looked up in the watch caches on every request (what is
+read of each, its uid and deletion time, is kept per revision of it).
+Concurrency: synchronous, on the event loop.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import jwt
@@ -58,6 +60,16 @@ CREDENTIAL_ID_KEY: Final = "authentication.kubernetes.io/credential-id"
 #: A Pod or Secret being deleted keeps its tokens valid this long (kube-apiserver's grace).
 DELETION_GRACE_SECONDS: Final = 60.0
 _CACHE_MAX: Final = 65_536
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """A token's bound object (ServiceAccount, Pod, Secret) as the check reads it, at revision ``rv``."""
+
+    rv: int
+    uid: str | None
+    #: Its deletionTimestamp, in seconds since the epoch.
+    deleted: float | None
 
 
 class TokenError(Exception):
@@ -169,10 +181,15 @@ class ServiceAccountTokenAuthenticator:
         self._cache_of = cache_of
         self._clock = clock
         self._verified: dict[str, Obj] = {}
+        #: What the bound-object check needs of each cached object (by etcd key), as of one revision of it.
+        self._bound: dict[str, _Bound] = {}
 
     # --- the signature and the claims --------------------------------------------------------
 
     def _ours(self, token: str) -> bool:
+        if token in self._verified:
+            # Verified before, so ours: what every request of a busy client finds.
+            return True
         try:
             claims = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
@@ -206,23 +223,34 @@ class ServiceAccountTokenAuthenticator:
 
     # --- the bound objects ---------------------------------------------------------------------
 
-    def _get(self, info: kinds.ResourceInfo[Any], namespace: str, name: str) -> Obj | None:
+    def _get(self, info: kinds.ResourceInfo[Any], namespace: str, name: str) -> _Bound | None:
+        """The uid and deletion time of the cached object, read once per revision of it."""
         cache = self._cache_of(info)
         if cache is None:
             return None
         entry = cache.get(info.etcd_key(namespace, name))
-        return orjson.loads(entry.raw) if entry is not None else None
+        if entry is None:
+            return None
+        known = self._bound.get(entry.key)
+        if known is not None and known.rv == entry.rv:
+            return known
+        meta = orjson.loads(entry.raw).get("metadata") or {}
+        deleted = parse_time(meta.get("deletionTimestamp"))
+        bound = _Bound(entry.rv, meta.get("uid"), deleted.timestamp() if deleted is not None else None)
+        if len(self._bound) >= _CACHE_MAX:
+            self._bound.clear()
+        self._bound[entry.key] = bound
+        return bound
 
-    def _deleted_too_long_ago(self, obj: Obj) -> bool:
-        deleted = parse_time((obj.get("metadata") or {}).get("deletionTimestamp"))
-        return deleted is not None and deleted.timestamp() < self._clock() - DELETION_GRACE_SECONDS
+    def _deleted_too_long_ago(self, obj: _Bound) -> bool:
+        return obj.deleted is not None and obj.deleted < self._clock() - DELETION_GRACE_SECONDS
 
     def _check_bound(self, private: Obj, namespace: str) -> None:
         sa_ref = private.get("serviceaccount") or {}
         sa = self._get(kinds.SERVICE_ACCOUNTS, namespace, sa_ref.get("name") or "")
         if sa is None:
             raise BoundObjectNotCached([self._cache_of(kinds.SERVICE_ACCOUNTS)])
-        sa_uid = (sa.get("metadata") or {}).get("uid")
+        sa_uid = sa.uid
         if sa_uid != sa_ref.get("uid"):
             raise TokenError(f"service account UID ({sa_uid}) does not match claim ({sa_ref.get('uid')})")
         for key, info in (("secret", kinds.SECRETS), ("pod", kinds.PODS)):
@@ -234,7 +262,7 @@ class ServiceAccountTokenAuthenticator:
                 raise BoundObjectNotCached([self._cache_of(info)])
             if self._deleted_too_long_ago(obj):
                 raise TokenError("service account token has been invalidated")
-            uid = (obj.get("metadata") or {}).get("uid")
+            uid = obj.uid
             if uid != ref.get("uid"):
                 raise TokenError(f"{key} UID ({uid}) does not match service account {key} ref claim "
                                  f"({ref.get('uid')})")

@@ -153,3 +153,27 @@ def test_a_token_for_an_object_the_cache_has_not_seen_yet_is_tried_again_once_it
     accounts.delete("team", "new")
     assert asyncio.run(union.authenticate(peer=None, authorization=f"Bearer {token}")) == (None, False)
     assert accounts.fresh_waits == 2
+
+
+def test_a_bound_pods_deletion_is_seen_by_a_token_already_accepted(
+        setup: tuple[TokenGenerator, ServiceAccountTokenAuthenticator, FakeCaches, Clock]) -> None:
+    """What the check keeps of a bound object is kept per revision: a newer one is read again."""
+    generator, checker, caches, clock = setup
+    token = generator.sign(generator.claims(SA, audiences=[ISSUER], expiration_seconds=600, pod=POD, now=clock.now))
+    for _ in range(2):
+        assert checker.authenticate_token(token, []) is not None
+    deleting = {**POD, "metadata": {**POD["metadata"], "deletionTimestamp": "2023-11-14T22:13:20Z"}}
+    caches.of(kinds.PODS).put(deleting)
+    # Within the 60 s grace a Pod being deleted keeps its tokens; after it, they are refused.
+    clock.now = 1_700_000_000.0 + 59
+    assert checker.authenticate_token(token, []) is not None
+    clock.now = 1_700_000_000.0 + 61
+    with pytest.raises(Exception, match="service account token has been invalidated"):
+        checker.authenticate_token(token, [])
+    # And a ServiceAccount replaced under the same name (a new uid) ends it too.
+    clock.now = 1_700_000_000.0
+    caches.of(kinds.PODS).put(POD)
+    assert checker.authenticate_token(token, []) is not None
+    caches.of(kinds.SERVICE_ACCOUNTS).put({**SA, "metadata": {**SA["metadata"], "uid": "other"}})
+    with pytest.raises(Exception, match=r"service account UID \(other\) does not match"):
+        checker.authenticate_token(token, [])
