@@ -65,7 +65,7 @@ async def density(api: str | ClientConfig, *, nodes: int, pods: int, kubelet_pid
             node_names = await _wait_nodes_ready(client, nodes, say)
             nodes_ready = time.monotonic() - started
             say(f"{nodes} nodes Ready after {nodes_ready:.1f}s")
-            heartbeats = _Heartbeats(renew_interval)
+            heartbeats = Heartbeats(renew_interval)
             watchers = [asyncio.create_task(heartbeats.watch_leases(client), name="bench-leases"),
                         asyncio.create_task(heartbeats.watch_nodes(client, node_names), name="bench-nodes")]
             try:
@@ -143,7 +143,7 @@ async def _start_pods(client: Client, node_names: Sequence[str], count: int, nam
             "pods_started_per_second": round(count / elapsed, 1)}
 
 
-class _Heartbeats:
+class Heartbeats:
     """Lease renewals and Ready conditions seen through watches."""
 
     def __init__(self, interval: float) -> None:

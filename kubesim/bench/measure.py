@@ -177,6 +177,12 @@ def add_pod_rate(result: ScenarioResult, label: str, pods_per_second: float | No
 
 # --- requests and watches ----------------------------------------------------------------------------------
 
+#: How many 429s a request may meet before its caller sees one, and the wait after each (client-go: 10 tries,
+#: the Retry-After the APIServer sends, 1 s).
+_TOO_MANY_TRIES: Final = 10
+_RETRY_AFTER: Final = 1.0
+
+
 class Pool:
     """Keep-alive connections to the APIServer, one per request in flight, opened as the load needs them.
 
@@ -187,18 +193,28 @@ class Pool:
 
     def __init__(self, url: str) -> None:
         self._url = url
+        #: The 429s answered, each tried again.
+        self.throttled = 0
         self._idle: list[Connection] = []
         self._opened: set[Connection] = set()
 
-    async def call(self, method: str, path: str, body: Any = None) -> tuple[bytes, float]:
-        """The body of a 2xx answer, and the round trip in seconds; any other answer raises."""
+    async def call(self, method: str, path: str, body: Any = None, *,
+                   content_type: str = "application/json") -> tuple[bytes, float]:
+        """The body of a 2xx answer, and the seconds from sending it to that answer; any other answer raises.
+
+        A 429 (the APIServer's in-flight limit) is tried again after its Retry-After, up to
+        :data:`_TOO_MANY_TRIES` times, as client-go does; the seconds then count every try and wait,
+        as the client saw them, and :attr:`throttled` counts the 429s.
+        """
         data = orjson.dumps(body) if body is not None else None
+        throttled = 0
+        started: float | None = None
         while True:
             reused = bool(self._idle)
             conn = self._idle.pop() if reused else await self._open()
-            started = time.perf_counter()
+            started = started if started is not None else time.perf_counter()
             try:
-                reply = await conn.request(method, path, data)
+                reply = await conn.request(method, path, data, content_type)
             except ConnectionError:
                 self._opened.discard(conn)
                 conn.close()
@@ -207,6 +223,11 @@ class Pool:
                 raise
             seconds = time.perf_counter() - started
             self._idle.append(conn)
+            if reply.status == 429 and throttled < _TOO_MANY_TRIES:
+                throttled += 1
+                self.throttled += 1
+                await asyncio.sleep(_RETRY_AFTER)
+                continue
             if not 200 <= reply.status < 300:
                 raise RuntimeError(f"{method} {path} answered {reply.status}: {reply.body[:300]!r}")
             return reply.body, seconds

@@ -56,7 +56,7 @@ def plot(result: ScenarioResult, directory: Path, stem: str) -> list[Path]:
                 if ordered:
                     ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=name)
             ax.set_xlabel("seconds")
-            ax.set_ylabel("fraction of Pods")
+            ax.set_ylabel("fraction of samples")
             ax.set_title("latency (CDF)")
             ax.legend(fontsize="small")
         else:
