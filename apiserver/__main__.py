@@ -194,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     if args.workers > 1:
+        if not workers.needs_shared_secrets(args):
+            # Nothing to make, so no directory that a supervisor killed with SIGKILL would leave behind.
+            return workers.supervise(argv, args.workers)
         with tempfile.TemporaryDirectory(prefix="kubesim-apiserver-") as shared:
             return workers.supervise([*argv, *workers.shared_secrets(args, Path(shared))], args.workers)
     advertise = args.advertise_address or (args.bind_address if args.bind_address not in ("0.0.0.0", "::")

@@ -69,6 +69,11 @@ def _bind_address_and_port(argv: Sequence[str]) -> tuple[str, int]:
     return args.bind_address, args.secure_port
 
 
+def needs_shared_secrets(args: Any) -> bool:
+    """Whether the flags leave a secret for the supervisor to make (:func:`shared_secrets`)."""
+    return (not args.tls_cert_file and not args.tls_private_key_file) or not args.service_account_signing_key_file
+
+
 def shared_secrets(args: Any, directory: Path) -> list[str]:
     """The flags that give every worker the same serving certificate and ServiceAccount signing key,
     made into ``directory`` (private) when ``args`` does not name them."""

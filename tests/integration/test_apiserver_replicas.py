@@ -209,9 +209,12 @@ def _served_by(port: int) -> set[int]:
     return seen
 
 
-def test_workers_share_one_port_and_stop_with_their_supervisor() -> None:
+def test_workers_share_one_port_and_stop_with_their_supervisor(monkeypatch: pytest.MonkeyPatch) -> None:
     with tempfile.TemporaryDirectory(prefix="kubesim-test-") as tmp:
         workdir = Path(tmp)
+        # The supervisor's temporary files go here, to see that its SIGKILL leaves none behind.
+        (workdir / "tmp").mkdir()
+        monkeypatch.setenv("TMPDIR", str(workdir / "tmp"))
         etcd = harness.start_etcd(workdir)
         try:
             api = harness.start_apiserver(etcd.url, workdir, ["--workers", "2"], timeout=120, insecure_port=True)
@@ -245,6 +248,8 @@ def test_workers_share_one_port_and_stop_with_their_supervisor() -> None:
                 assert api.process.pid is not None
                 os.kill(api.process.pid, signal.SIGKILL)
                 harness.wait_for(lambda: not _listeners(api.port), timeout=30, message="the workers to end")
+                # Given every secret by its flags, it made no directory to leave behind.
+                assert list((workdir / "tmp").iterdir()) == []
             finally:
                 api.process.stop()
         finally:
