@@ -51,6 +51,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from machinery.api.duration import parse_duration
 from machinery.client.config import ClientConfig, ConfigError, config_from_flags
+from machinery.client.objects import strip_managed_fields
 from machinery.client.rest import Client
 from machinery.events import EventBroadcaster
 from machinery.gctune import freeze_survivors
@@ -73,7 +74,9 @@ class Runtime:
         self.component = component
         self.args = args
         self.client = client
-        self.informers = InformerFactory(client)
+        # As kube-controller-manager's and kube-scheduler's informers do: nothing of a component reads
+        # managedFields, and a fifth of a Pod's memory (and of its decoding) is spent on them.
+        self.informers = InformerFactory(client, transform=strip_managed_fields)
         self.events = EventBroadcaster(client)
         self.identity = election.identity if election is not None else default_identity()
         #: The port /healthz, /readyz and /metrics are served on (known once ``main`` runs).

@@ -17,7 +17,7 @@ logged, which only grows and is touched from the event loop's thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -94,11 +94,26 @@ def to_wire(obj: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
 _reported_unknown: set[tuple[str, str]] = set()
 
 
-def decode(model: type[M], data: Any) -> M:
+#: What an informer may do to each object's JSON before it is decoded (client-go's ``TransformFunc``, applied
+#: before decoding here, which also spares decoding what it drops). It changes the dict in place.
+Transform = Callable[[dict[str, Any]], None]
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> None:
+    """client-go's ``TransformStripManagedFields``: kube-scheduler's Pod informer and kube-controller-manager's
+    informers drop ``metadata.managedFields``, which nothing of theirs reads, to save memory."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+
+
+def decode(model: type[M], data: Any, transform: Transform | None = None) -> M:
     """Validate wire JSON (already parsed) into ``model``, dropping fields the model does not know.
 
-    ``data`` is owned by the caller and may be modified in place.
+    ``data`` is owned by the caller and may be modified in place (``transform`` first, when given).
     """
+    if transform is not None and isinstance(data, dict):
+        transform(data)
     try:
         return model.model_validate(data)
     except ValidationError as err:

@@ -46,7 +46,7 @@ from machinery import metrics
 from machinery.api.kinds import PODS, SERVICE_ACCOUNTS
 from machinery.client.config import ClientConfig
 from machinery.client.errors import Expired, UnexpectedResponse, error_from_response
-from machinery.client.objects import ObjectList, TypedResource, decode, to_wire
+from machinery.client.objects import ObjectList, Transform, TypedResource, decode, to_wire
 from machinery.client.transport import ConnectionPool, LeanTransport
 from machinery.client.watch import Bookmark, WatchEvent, decode_event, split_lines
 
@@ -168,8 +168,9 @@ class Client:
 
     async def list(self, resource: TypedResource[M], *, namespace: str | None = None,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   resource_version: str | None = None, limit: int | None = 500) -> ObjectList[M]:
-        """Every object, following ``continue`` tokens page by page.
+                   resource_version: str | None = None, limit: int | None = 500,
+                   transform: Transform | None = None) -> ObjectList[M]:
+        """Every object (each through ``transform`` first, when given), following ``continue`` tokens page by page.
 
         As client-go's pager does, a continue token that has expired (the list's
         snapshot was compacted away mid-way) restarts the list in one unpaged request.
@@ -191,7 +192,7 @@ class Client:
                 continue
             meta = data.get("metadata") or {}
             list_rv = list_rv or meta.get("resourceVersion") or ""
-            items.extend(decode(resource.model, item) for item in data.get("items") or ())
+            items.extend(decode(resource.model, item, transform) for item in data.get("items") or ())
             token = meta.get("continue")
             if not token:
                 return ObjectList(items, list_rv)
@@ -210,8 +211,10 @@ class Client:
     def watch(self, resource: TypedResource[M], *, namespace: str | None = None,
               resource_version: str | None = None, label_selector: str | None = None,
               field_selector: str | None = None, timeout_seconds: int | None = None,
-              allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
-        """Events after ``resource_version``, until the server ends the stream.
+              allow_bookmarks: bool = True,
+              transform: Transform | None = None) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
+        """Events after ``resource_version`` (their objects through ``transform`` first, when given), until the
+        server ends the stream.
 
         An ``ERROR`` event raises its Status (``Expired`` when the version is too old).
         Close the iterator when done (``async with contextlib.aclosing(client.watch(...))``).
@@ -226,10 +229,11 @@ class Client:
             params["timeoutSeconds"] = str(timeout_seconds)
         read = None if timeout_seconds is None else timeout_seconds + _WATCH_READ_SLACK
         return self._watch(resource, resource.path(namespace), params,
-                           httpx.Timeout(self._timeout, connect=5.0, read=read, pool=None))
+                           httpx.Timeout(self._timeout, connect=5.0, read=read, pool=None), transform)
 
     async def _watch(self, resource: TypedResource[M], path: str, params: dict[str, str],
-                     timeout: httpx.Timeout) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
+                     timeout: httpx.Timeout,
+                     transform: Transform | None) -> AsyncGenerator[WatchEvent[M] | Bookmark, None]:
         async with self._http.stream("GET", path, params=params, timeout=timeout,
                                      headers=self._watch_headers) as response:
             metrics.REST_CLIENT_REQUESTS.labels(str(response.status_code), "WATCH").inc()
@@ -238,7 +242,7 @@ class Client:
                 raise error_from_response(response.status_code, body, method="GET",
                                           group_resource=resource.group_resource)
             async for line in split_lines(response.aiter_bytes()):
-                yield decode_event(resource.model, line)
+                yield decode_event(resource.model, line, transform)
 
     # --- writes ----------------------------------------------------------------------------
 

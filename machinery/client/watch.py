@@ -26,7 +26,7 @@ from kubernetes.client import V1Status
 from pydantic import BaseModel, ValidationError
 
 from machinery.client.errors import UnexpectedResponse, error_from_status
-from machinery.client.objects import decode
+from machinery.client.objects import Transform, decode
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,8 +68,9 @@ async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
         yield pending
 
 
-def decode_event(model: type[M], line: bytes) -> WatchEvent[M] | Bookmark:
-    """One watch line as a typed event; an ``ERROR`` line raises its Status."""
+def decode_event(model: type[M], line: bytes, transform: Transform | None = None) -> WatchEvent[M] | Bookmark:
+    """One watch line as a typed event (its object through ``transform`` first); an ``ERROR`` line raises
+    its Status."""
     try:
         raw: Any = orjson.loads(line)
     except orjson.JSONDecodeError as err:
@@ -79,7 +80,7 @@ def decode_event(model: type[M], line: bytes) -> WatchEvent[M] | Bookmark:
     etype, obj = raw.get("type"), raw["object"]
     if etype in _EVENT_TYPES:
         rv = (obj.get("metadata") or {}).get("resourceVersion") or ""
-        return WatchEvent(etype, decode(model, obj), rv)
+        return WatchEvent(etype, decode(model, obj, transform), rv)
     if etype == "BOOKMARK":
         return Bookmark((obj.get("metadata") or {}).get("resourceVersion") or "")
     if etype == "ERROR":

@@ -39,7 +39,7 @@ from machinery import metrics
 from machinery.client.backoff import ExponentialBackoff
 from machinery.client.clock import Clock, RealClock
 from machinery.client.errors import ApiError, Gone, Timeout, TooManyRequests, UnexpectedResponse
-from machinery.client.objects import ObjectList, TypedResource
+from machinery.client.objects import ObjectList, Transform, TypedResource
 from machinery.client.rest import Client
 from machinery.client.watch import Bookmark, WatchEvent
 
@@ -69,8 +69,9 @@ class Reflector(Generic[M]):
     def __init__(self, client: Client, resource: TypedResource[M], *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  min_watch_timeout: float = 300.0, backoff: ExponentialBackoff | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, transform: Transform | None = None) -> None:
         self._client = client
+        self._transform = transform
         self._resource = resource
         self._namespace = namespace
         self._label_selector = label_selector
@@ -109,7 +110,7 @@ class Reflector(Generic[M]):
                 async with contextlib.aclosing(self._client.watch(
                         self._resource, namespace=self._namespace, label_selector=self._label_selector,
                         field_selector=self._field_selector, timeout_seconds=timeout,
-                        resource_version=self.last_sync_resource_version)) as events:
+                        resource_version=self.last_sync_resource_version, transform=self._transform)) as events:
                     async for event in events:
                         seen += 1
                         if event.resource_version:
@@ -153,7 +154,8 @@ class Reflector(Generic[M]):
         limit = _PAGE_SIZE if rv in ("", "0") else None
         return await self._client.list(self._resource, namespace=self._namespace,
                                        label_selector=self._label_selector,
-                                       field_selector=self._field_selector, resource_version=rv, limit=limit)
+                                       field_selector=self._field_selector, resource_version=rv, limit=limit,
+                                       transform=self._transform)
 
     def _relist_resource_version(self) -> str:
         if self._rv_unavailable:

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from machinery.api.kinds import ObjectKey
 from machinery.client.clock import Clock
-from machinery.client.objects import TypedResource, key_of, resource_version_of
+from machinery.client.objects import Transform, TypedResource, key_of, resource_version_of
 from machinery.client.rest import Client
 from machinery.client.watch import Bookmark, WatchEvent
 from machinery.informer.reflector import Item, Listed, Reflector
@@ -77,12 +77,12 @@ class SharedInformer(Generic[M]):
     def __init__(self, client: Client, resource: TypedResource[M], *, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc[M]] | None = None, clock: Clock | None = None,
-                 reflector: Reflector[M] | None = None) -> None:
+                 reflector: Reflector[M] | None = None, transform: Transform | None = None) -> None:
         self.resource = resource
         self.store: Store[M] = Store(indexers)
         self._reflector = reflector or Reflector(client, resource, namespace=namespace,
                                                  label_selector=label_selector,
-                                                 field_selector=field_selector, clock=clock)
+                                                 field_selector=field_selector, clock=clock, transform=transform)
         self._handlers: list[_Handler[M]] = []
         self._synced = asyncio.Event()
 
@@ -192,9 +192,11 @@ class InformerFactory:
     start when it does.
     """
 
-    def __init__(self, client: Client, *, clock: Clock | None = None) -> None:
+    def __init__(self, client: Client, *, clock: Clock | None = None, transform: Transform | None = None) -> None:
         self._client = client
         self._clock = clock
+        #: What every informer does to each object before decoding it (``WithTransform``).
+        self._transform = transform
         self._informers: dict[_InformerKey, SharedInformer[Any]] = {}
         self._group: asyncio.TaskGroup | None = None
 
@@ -207,7 +209,7 @@ class InformerFactory:
         if informer is None:
             informer = SharedInformer(self._client, resource, namespace=namespace,
                                       label_selector=label_selector, field_selector=field_selector,
-                                      clock=self._clock)
+                                      clock=self._clock, transform=self._transform)
             self._informers[key] = informer
             if self._group is not None:
                 self._start(informer)

@@ -13,6 +13,7 @@ import pytest
 from machinery.api.kinds import PODS
 from machinery.client import Bookmark, Client, ClientConfig, WatchEvent
 from machinery.client.clock import FakeClock
+from machinery.client.objects import Transform, strip_managed_fields
 from machinery.informer import Listed, Reflector
 
 Answer = Callable[[httpx.Request], httpx.Response]
@@ -64,10 +65,11 @@ async def _hang() -> AsyncGenerator[bytes, None]:
     yield b""
 
 
-async def take(server: Server, n: int, clock: FakeClock) -> tuple[list[object], Reflector]:
+async def take(server: Server, n: int, clock: FakeClock,
+               transform: Transform | None = None) -> tuple[list[object], Reflector]:
     """The first ``n`` items of a reflector's stream, advancing virtual time while it waits."""
     async with Client(ClientConfig("http://api"), transport=httpx.MockTransport(server)) as client:
-        reflector = Reflector(client, PODS, clock=clock)
+        reflector = Reflector(client, PODS, clock=clock, transform=transform)
         items: list[object] = []
 
         async def consume() -> None:
@@ -192,3 +194,29 @@ async def test_other_watch_failures_relist_after_backoff(bad: Answer) -> None:
     server = Server([list_answer("10"), list_answer("11")], [bad])
     items, _ = await take(server, 2, FakeClock())
     assert describe(items) == ["listed@10:", "listed@11:"]
+
+
+@pytest.mark.parametrize("transform", [None, strip_managed_fields], ids=["as-sent", "stripped"])
+async def test_a_transform_sees_every_listed_and_watched_object_before_it_is_decoded(
+        transform: Transform | None) -> None:
+    """kube-scheduler's and kube-controller-manager's informers drop managedFields (client-go's
+    TransformStripManagedFields); here before decoding, so the model never holds them."""
+    fields = [{"manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+               "fieldsV1": {"f:spec": {}}}]
+
+    def managed(name: str, rv: str) -> dict[str, object]:
+        obj = pod(name, rv)
+        obj["metadata"] = {**obj["metadata"], "managedFields": fields}  # type: ignore[dict-item]
+        return obj
+
+    server = Server([lambda r: httpx.Response(200, json={"kind": "PodList", "metadata": {"resourceVersion": "10"},
+                                                         "items": [managed("a", "10")]})],
+                    [watch_answer(("ADDED", managed("b", "11")))])
+    items, _ = await take(server, 2, FakeClock(), transform)
+    listed, added = items
+    assert isinstance(listed, Listed) and isinstance(added, WatchEvent)
+    kept = [p.metadata.managed_fields for p in (*listed.items, added.object)]
+    if transform is None:
+        assert all(k is not None and k[0].manager == "m" for k in kept)
+    else:
+        assert kept == [None, None]
