@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import queue
 import re
 import socket
+import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -176,8 +178,9 @@ class EtcdStorage:
         # aetcd builds its channel target as f"{host}:{port}", which also carries gRPC's
         # "ipv4:a:p1,b:p2" address-list form when split at the last colon.
         self._client = aetcd.Client(host=host, port=int(port), timeout=None, options=dict(_CHANNEL_OPTIONS))
+        # The watch stream is read by a thread, over gRPC's blocking API: a channel of its own.
+        self._watch_channel = grpc.insecure_channel(target, options=list(_CHANNEL_OPTIONS.items()))
         self._kv: Any = None
-        self._watch_stub: Any = None
         self._lease_stub: Any = None
         self._maintenance: Any = None
         self._watch_stream: WatchStream | None = None
@@ -190,13 +193,13 @@ class EtcdStorage:
     async def connect(self) -> None:
         await self._client.connect()
         self._kv = self._client.kvstub
-        self._watch_stub = rpc.WatchStub(self._client.channel)
         self._lease_stub = self._client.leasestub
         self._maintenance = self._client.maintenancestub
 
     async def close(self) -> None:
         if self._watch_stream is not None:
             self._watch_stream.close()
+        self._watch_channel.close()
         await self._client.close()
 
     # --- calls with deadlines -------------------------------------------------------------
@@ -342,7 +345,7 @@ class EtcdStorage:
         """A watch on every key under ``prefix``, from ``start_revision`` (inclusive), on this process's stream."""
         stream = self._watch_stream
         if stream is None or stream.broken:
-            stream = self._watch_stream = WatchStream(self._watch_stub,
+            stream = self._watch_stream = WatchStream(self._watch_channel,
                                                       trusted=lambda: self.progress_requests_reliable)
         return Watch(stream, prefix, start_revision)
 
@@ -382,20 +385,34 @@ class WatchStream:
     request (id -1), which concerns them all and is passed on only when ``trusted()`` says etcd
     orders it behind the watches' events. A broken stream ends every watch on it with
     :class:`Unavailable`; the storage opens a new one for the next watch.
+
+    The stream is read by a thread of its own, over gRPC's blocking API, and the event loop takes
+    whatever has arrived in one go. Read on the event loop (gRPC's asyncio API), one response
+    cost at least one turn of the loop, and while the APIServer served a burst of writes a turn
+    lasted milliseconds: the caches took in 150 responses a second while etcd committed 1,800,
+    and fell tens of seconds behind (every watcher with them). etcd sends a response per revision
+    to a watch that keeps up, so the thread, which waits on nothing but the socket, keeps up; the
+    loop then applies all it brought per turn. Concurrency: the thread only reads, converts and
+    hands over (a lock guards the hand-over); every watch's state is touched on the loop only.
     """
 
-    def __init__(self, stub: Any, *, trusted: Any) -> None:
+    def __init__(self, channel: grpc.Channel, *, trusted: Any) -> None:
         self._trusted = trusted
-        self._requests: asyncio.Queue[Any] = asyncio.Queue()
-        self._call = stub.Watch(self._request_iter())
+        self._loop = asyncio.get_running_loop()
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._call = rpc.WatchStub(channel).Watch(self._request_iter())
         self._pending: deque[Watch] = deque()
         self._watches: dict[int, Watch] = {}
         self.broken = False
-        self._reader = asyncio.create_task(self._read(), name="etcd-watch-stream")
+        self._arrived: list[_Response | StorageError] = []
+        self._handover = threading.Lock()
+        self._scheduled = False
+        self._reader = threading.Thread(target=self._read, name="etcd-watch-stream", daemon=True)
+        self._reader.start()
 
-    async def _request_iter(self) -> AsyncIterator[Any]:
+    def _request_iter(self) -> Iterator[Any]:
         while True:
-            req = await self._requests.get()
+            req = self._requests.get()
             if req is None:
                 return
             yield req
@@ -403,39 +420,71 @@ class WatchStream:
     def create(self, watch: Watch, prefix: str, start_revision: int) -> None:
         p = prefix.encode()
         self._pending.append(watch)
-        self._requests.put_nowait(rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+        self._requests.put(rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
             key=p, range_end=prefix_end(p), start_revision=start_revision, prev_kv=True, progress_notify=True)))
 
     def cancel(self, watch: Watch) -> None:
         """Stop ``watch`` (one still being created is canceled when etcd answers its creation)."""
         if watch.id is not None and self._watches.pop(watch.id, None) is watch and not self.broken:
-            self._requests.put_nowait(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch.id)))
+            self._requests.put(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch.id)))
 
     def request_progress(self) -> None:
         if not self.broken:
-            self._requests.put_nowait(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
+            self._requests.put(rpc.WatchRequest(progress_request=rpc.WatchProgressRequest()))
 
     def close(self) -> None:
-        self._reader.cancel()
+        self._call.cancel()
 
-    async def _read(self) -> None:
+    # --- the reading thread ----------------------------------------------------------------------
+
+    def _read(self) -> None:
         error: StorageError = Unavailable("etcd watch stream ended")
         try:
-            async for resp in self._call:
-                self._dispatch(resp)
-        except grpc.aio.AioRpcError as e:
-            error = Unavailable(f"etcd watch stream broke: {e.code().name} {e.details()}")
-        finally:
-            self.broken = True
-            for watch in [*self._pending, *self._watches.values()]:
-                watch._end(error)
-            self._pending.clear()
-            self._watches.clear()
-            self._requests.put_nowait(None)
-            self._call.cancel()
+            for resp in self._call:
+                self._hand_over(_Response.of(resp))
+        except grpc.RpcError as e:
+            code = e.code() if callable(getattr(e, "code", None)) else None
+            name = code.name if code is not None else "UNKNOWN"
+            details = e.details() if callable(getattr(e, "details", None)) else str(e)
+            error = Unavailable(f"etcd watch stream broke: {name} {details}")
+        except Exception as e:  # the stream is over, whatever broke it: its watches must hear so
+            log.exception("etcd watch stream reader failed")
+            error = Unavailable(f"etcd watch stream reader failed: {e}")
+        self._requests.put(None)
+        self._hand_over(error)
 
-    def _dispatch(self, resp: Any) -> None:
-        watch_id = int(resp.watch_id)
+    def _hand_over(self, item: _Response | StorageError) -> None:
+        with self._handover:
+            self._arrived.append(item)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._take)
+        except RuntimeError:
+            pass  # the loop is closed: the process is ending
+
+    # --- on the event loop ------------------------------------------------------------------------
+
+    def _take(self) -> None:
+        with self._handover:
+            arrived, self._arrived = self._arrived, []
+            self._scheduled = False
+        for item in arrived:
+            if isinstance(item, StorageError):
+                self._end(item)
+            else:
+                self._dispatch(item)
+
+    def _end(self, error: StorageError) -> None:
+        self.broken = True
+        for watch in [*self._pending, *self._watches.values()]:
+            watch._end(error)
+        self._pending.clear()
+        self._watches.clear()
+
+    def _dispatch(self, resp: _Response) -> None:
+        watch_id = resp.watch_id
         if resp.created:
             if not self._pending:
                 return
@@ -445,7 +494,7 @@ class WatchStream:
                 return
             created.id = watch_id
             if created.closed:
-                self._requests.put_nowait(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch_id)))
+                self._requests.put(rpc.WatchRequest(cancel_request=rpc.WatchCancelRequest(watch_id=watch_id)))
                 return
             self._watches[watch_id] = created
             if not resp.events:
@@ -454,7 +503,7 @@ class WatchStream:
             # The answer to a progress request: etcd before 3.5.13 may send it ahead of events up to
             # its revision, so it is a promise only from an etcd that orders it behind them.
             if not resp.events and self._trusted():
-                batch = WatchBatch([], int(resp.header.revision))
+                batch = WatchBatch([], resp.revision)
                 for each in self._watches.values():
                     each._put(batch)
             return
@@ -463,15 +512,33 @@ class WatchStream:
             return  # canceled by us; etcd had sent this before it saw the cancel
         if resp.compact_revision:
             del self._watches[watch_id]
-            watch._end(Compacted(int(resp.compact_revision)))
+            watch._end(Compacted(resp.compact_revision))
             return
         if resp.canceled:
             del self._watches[watch_id]
             watch._end(Unavailable(f"etcd canceled the watch: {resp.cancel_reason}"))
             return
+        watch._put(WatchBatch(resp.events, resp.revision))
+
+
+@dataclass(frozen=True, slots=True)
+class _Response:
+    """What the loop needs of one etcd WatchResponse, converted by the reading thread."""
+
+    watch_id: int
+    created: bool
+    canceled: bool
+    cancel_reason: str
+    compact_revision: int
+    revision: int
+    events: list[WatchEvent]
+
+    @classmethod
+    def of(cls, resp: Any) -> _Response:
         events = [WatchEvent(ev.type, _kv(ev.kv), _kv(ev.prev_kv) if ev.HasField("prev_kv") else None)
                   for ev in resp.events]
-        watch._put(WatchBatch(events, int(resp.header.revision)))
+        return cls(int(resp.watch_id), bool(resp.created), bool(resp.canceled), str(resp.cancel_reason),
+                   int(resp.compact_revision), int(resp.header.revision), events)
 
 
 class Watch:
