@@ -32,6 +32,7 @@ from apiserver.endpoints.responses import (
     JSON,
     json_response,
     list_body,
+    list_response,
     object_response,
     partial_list_bytes,
     partial_object,
@@ -121,7 +122,7 @@ async def list_objects(call: Call) -> Response:
     partial = wants_metadata(call)
     if partial is not None:
         return Response(partial_list_bytes(call, result.entries, meta, partial), media_type=JSON)
-    return Response(list_body(resource, [served_bytes(resource, e) for e in result.entries], meta), media_type=JSON)
+    return list_response(resource, result.entries, meta)
 
 
 # --- watch ----------------------------------------------------------------------------------------
