@@ -191,8 +191,11 @@ class Pool:
     new one, as HTTP clients do: the server had not read it.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, tries_on_429: int | None = _TOO_MANY_TRIES) -> None:
+        """``tries_on_429=None``: a 429 is tried again until the request goes through (a load that must
+        measure an overloaded APIServer, not stop at it)."""
         self._url = url
+        self._tries_on_429 = tries_on_429
         #: The 429s answered, each tried again.
         self.throttled = 0
         self._idle: list[Connection] = []
@@ -203,8 +206,8 @@ class Pool:
         """The body of a 2xx answer, and the seconds from sending it to that answer; any other answer raises.
 
         A 429 (the APIServer's in-flight limit) is tried again after its Retry-After, up to
-        :data:`_TOO_MANY_TRIES` times, as client-go does; the seconds then count every try and wait,
-        as the client saw them, and :attr:`throttled` counts the 429s.
+        :data:`_TOO_MANY_TRIES` times (or as the pool was told), as client-go does; the seconds then
+        count every try and wait, as the client saw them, and :attr:`throttled` counts the 429s.
         """
         data = orjson.dumps(body) if body is not None else None
         throttled = 0
@@ -223,7 +226,7 @@ class Pool:
                 raise
             seconds = time.perf_counter() - started
             self._idle.append(conn)
-            if reply.status == 429 and throttled < _TOO_MANY_TRIES:
+            if reply.status == 429 and (self._tries_on_429 is None or throttled < self._tries_on_429):
                 throttled += 1
                 self.throttled += 1
                 await asyncio.sleep(_RETRY_AFTER)
