@@ -100,7 +100,9 @@ def run(c: BenchCluster, sizes: Sizes = Sizes(), *, progress: Progress) -> Scena
 
 async def _phases(c: BenchCluster, sizes: Sizes, result: ScenarioResult, progress: Progress) -> None:
     alive = functools.partial(check_alive, c)
-    pool = Pool(c.url)
+    # Filling keeps the APIServer at its in-flight limit: a create refused with 429 is tried until it
+    # goes through (the bench measures the cluster once full, not how often it refused).
+    pool = Pool(c.url, tries_on_429=None)
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"envelope: {sizes.nodes} nodes")
