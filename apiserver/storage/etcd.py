@@ -16,7 +16,8 @@ instead of hanging, and the channel reconnects by itself when etcd returns.
 
 Concurrency: one instance per process, shared by all request handlers; the
 gRPC channel multiplexes concurrent calls, and one bidirectional Watch stream
-carries every watch (each iterated by its owner).
+carries every watch (each iterated by its owner), read by a thread of its own
+(see :class:`WatchStream`).
 """
 
 from __future__ import annotations
