@@ -35,7 +35,6 @@ from kubesim.bench.measure import (
     PodTimes,
     Pool,
     Progress,
-    ReadyNodes,
     add_cpu_per_pod,
     add_pod_rate,
     add_process_figures,
@@ -47,7 +46,7 @@ from kubesim.bench.measure import (
     every_second,
     list_revision,
     start_component,
-    start_kubelets,
+    start_nodes,
 )
 from kubesim.bench.results import ScenarioResult, percentile
 
@@ -92,15 +91,8 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"churn: waiting for {sizes.nodes} nodes")
-        nodes = ReadyNodes()
-        node_watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
-                                         name="bench-nodes")
-        try:
-            metrics.extend(start_kubelets(c, sizes.nodes))
-            await nodes.until(lambda: len(nodes.ready) >= sizes.nodes, timeout=_TIMEOUT, alive=alive)
-        finally:
-            node_watch.cancel()
-            await asyncio.gather(node_watch, return_exceptions=True)
+        metrics.extend((await start_nodes(c, pool, sizes.nodes, progress=progress, label="churn",
+                                          timeout=_TIMEOUT)).metrics)
 
         pods = PodTimes()
         rv = await list_revision(pool, f"/api/v1/namespaces/{NAMESPACE}/pods")

@@ -38,7 +38,6 @@ from kubesim.bench.measure import (
     PodTimes,
     Pool,
     Progress,
-    ReadyNodes,
     Writes,
     add_cpu_per_pod,
     add_pod_rate,
@@ -51,7 +50,7 @@ from kubesim.bench.measure import (
     every_second,
     list_revision,
     start_component,
-    start_kubelets,
+    start_nodes,
 )
 from kubesim.bench.results import ScenarioResult, percentile
 
@@ -113,9 +112,10 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"cluster density: {sizes.nodes} nodes")
-        seconds, kubelet_metrics = await _nodes_ready(c, pool, sizes.nodes, progress, kubelet_shards)
-        result.add("nodes Ready", seconds, "s", _PHASE_GOAL)
-        metrics.extend(kubelet_metrics)
+        ready = await start_nodes(c, pool, sizes.nodes, progress=progress, label="density",
+                                  timeout=_PHASE_TIMEOUT, shards=kubelet_shards)
+        result.add("nodes Ready", ready.seconds, "s", _PHASE_GOAL)
+        metrics.extend(ready.metrics)
 
         pods = PodTimes()
         rv = await list_revision(pool, f"/api/v1/namespaces/{NAMESPACE}/pods")
@@ -162,24 +162,6 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
         pool.close()
     _figures(result, sizes, pods, ceiling, running=(running, started_writes, dropped_starting),
              deleting=(deleting, deleted_writes, dropped_deleting))
-
-
-async def _nodes_ready(c: BenchCluster, pool: Pool, count: int, progress: Progress,
-                       shards: int) -> tuple[float, list[str]]:
-    """Seconds from kubelet_sim's start until a watch has seen ``count`` nodes Ready, and its /metrics URLs."""
-    nodes = ReadyNodes()
-    watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
-                                name="bench-nodes")
-    try:
-        started = time.perf_counter()
-        kubelet_metrics = start_kubelets(c, count, shards=shards)
-        async with every_second(progress, lambda: f"density: nodes Ready {len(nodes.ready)}/{count}"):
-            await nodes.until(lambda: len(nodes.ready) >= count, timeout=_PHASE_TIMEOUT,
-                              alive=functools.partial(check_alive, c))
-        return time.perf_counter() - started, kubelet_metrics
-    finally:
-        watch.cancel()
-        await asyncio.gather(watch, return_exceptions=True)
 
 
 def _controller(i: int, replicas: int, workload: str = "ReplicationController") -> dict[str, Any]:

@@ -49,12 +49,12 @@ from kubesim.bench.measure import (
     PodTimes,
     Pool,
     Progress,
-    ReadyNodes,
+    add_process_figures,
     check_alive,
     every_second,
     list_revision,
     start_component,
-    start_kubelets,
+    start_nodes,
 )
 from kubesim.bench.rawhttp import Connection, open_watch, watch_lines
 from kubesim.bench.results import ScenarioResult, percentile
@@ -91,34 +91,20 @@ def run(c: BenchCluster, sizes: Sizes = Sizes(), *, progress: Progress) -> Scena
     start_component(c, "scheduler", "scheduler")
     result = ScenarioResult("scalability envelope")
     asyncio.run(_phases(c, sizes, result, progress))
-    c.sample()
-    for name in c.processes():
-        goal = "goal <= 4 GiB (150,000 Pods)" if name == "apiserver" else ""
-        result.add(f"{name} peak RSS", c.peak_rss.get(name), "bytes", goal)
+    add_process_figures(result, c, goals={"apiserver": "goal <= 4 GiB (150,000 Pods)"})
     return result
 
 
 async def _phases(c: BenchCluster, sizes: Sizes, result: ScenarioResult, progress: Progress) -> None:
-    alive = functools.partial(check_alive, c)
     # Filling keeps the APIServer at its in-flight limit: a create refused with 429 is tried until it
     # goes through (the bench measures the cluster once full, not how often it refused).
     pool = Pool(c.url, tries_on_429=None)
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"envelope: {sizes.nodes} nodes")
-        nodes = ReadyNodes()
-        watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
-                                    name="bench-nodes")
-        try:
-            started = time.perf_counter()
-            start_kubelets(c, sizes.nodes)
-            async with every_second(progress, lambda: f"envelope: nodes Ready {len(nodes.ready)}/{sizes.nodes}"):
-                await nodes.until(lambda: len(nodes.ready) >= sizes.nodes, timeout=_FILL_TIMEOUT, alive=alive)
-            result.add("nodes Ready", time.perf_counter() - started, "s")
-            names = sorted(nodes.ready)
-        finally:
-            watch.cancel()
-            await asyncio.gather(watch, return_exceptions=True)
+        ready = await start_nodes(c, pool, sizes.nodes, progress=progress, label="envelope", timeout=_FILL_TIMEOUT)
+        result.add("nodes Ready", ready.seconds, "s")
+        names = ready.names
 
         heartbeats = Heartbeats(_RENEW_INTERVAL)
         async with Client(c.config(), user_agent="kubesim-bench") as client:

@@ -472,6 +472,34 @@ def start_kubelets(c: BenchCluster, nodes: int, *, shards: int = 1) -> list[str]
     return urls
 
 
+@dataclass(frozen=True)
+class NodesReady:
+    """What :func:`start_nodes` found: how long the nodes took, the kubelets' /metrics URLs, the nodes."""
+
+    seconds: float
+    metrics: list[str]
+    names: list[str]
+
+
+async def start_nodes(c: BenchCluster, pool: Pool, count: int, *, progress: Progress, label: str,
+                      timeout: float, shards: int = 1) -> NodesReady:
+    """Start kubelet_sim with ``count`` nodes (:func:`start_kubelets`) and wait until a watch has seen every
+    one Ready, printing ``<label>: nodes Ready n/count`` once a second."""
+    nodes = ReadyNodes()
+    watch = asyncio.create_task(nodes.follow(c.url, await list_revision(pool, "/api/v1/nodes")),
+                                name="bench-nodes")
+    try:
+        started = time.perf_counter()
+        kubelet_metrics = start_kubelets(c, count, shards=shards)
+        async with every_second(progress, lambda: f"{label}: nodes Ready {len(nodes.ready)}/{count}"):
+            await nodes.until(lambda: len(nodes.ready) >= count, timeout=timeout,
+                              alive=lambda: check_alive(c))
+        return NodesReady(time.perf_counter() - started, kubelet_metrics, sorted(nodes.ready))
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+
+
 def events_dropped(metrics_urls: Iterable[str]) -> int:
     """The Events the components' recorders lost (``kubesim_events_dropped_total``), every reason but spam.
 

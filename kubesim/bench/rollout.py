@@ -22,7 +22,6 @@ from typing import Any, Final
 import orjson
 
 from kubesim.bench.cluster import BenchCluster
-from kubesim.bench.density import _nodes_ready
 from kubesim.bench.measure import (
     RSS_GOALS,
     Pool,
@@ -33,6 +32,7 @@ from kubesim.bench.measure import (
     etcd_revision,
     every_second,
     start_component,
+    start_nodes,
 )
 from kubesim.bench.results import ScenarioResult
 
@@ -104,9 +104,10 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
     try:
         await pool.call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         progress(f"rolling update: {sizes.nodes} nodes")
-        seconds, kubelet_metrics = await _nodes_ready(c, pool, sizes.nodes, progress, 1)
-        metrics.extend(kubelet_metrics)
-        result.add("nodes Ready", seconds, "s")
+        ready = await start_nodes(c, pool, sizes.nodes, progress=progress, label="rolling update",
+                                  timeout=_TIMEOUT)
+        metrics.extend(ready.metrics)
+        result.add("nodes Ready", ready.seconds, "s")
         started = time.perf_counter()
         await pool.call("POST", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments",
                         _deployment(sizes.replicas, "registry.k8s.io/pause:3.9"))
