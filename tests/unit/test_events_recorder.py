@@ -31,6 +31,8 @@ class Env:
         self.api = FakeApi()
         self.clock = FakeClock()
         self.client = self.api.client()
+        # The recorder's own retries are under test, not the client's (which honour Retry-After first).
+        self.client.max_retries = 0
         self.broadcaster = EventBroadcaster(self.client, clock=self.clock, **options)
         self.recorder = self.broadcaster.recorder("default-scheduler")
         self.task: asyncio.Task[None] | None = None
