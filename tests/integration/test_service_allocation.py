@@ -256,3 +256,24 @@ def test_repair_marks_what_services_hold_and_frees_leaks() -> None:
 
     with harness.etcd_alone("kubesim-repair-") as url:
         asyncio.run(scenario(url))
+
+
+def test_an_apiserver_started_again_brings_the_kubernetes_service_up_to_date() -> None:
+    with etcd_with([]) as (etcd, apis, workdir):
+        ready(apis[0].url).close()
+        apis[0].process.stop()
+        # Another port: the Service's targetPort and its endpoints must follow. Its ClusterIP is allocated
+        # already (to the Service itself), so a create would fail; the bootstrap must update.
+        again = harness.start_apiserver(etcd.url, workdir)
+        try:
+            with contextlib.closing(ready(again.url)) as client:
+                def points_here() -> bool:
+                    svc = client.get(f"{SERVICES}/kubernetes").json()
+                    ep = client.get("/api/v1/namespaces/default/endpoints/kubernetes").json()
+                    return (svc["spec"]["ports"][0]["targetPort"] == again.port
+                            and ep["subsets"][0]["ports"][0]["port"] == again.port)
+
+                harness.wait_for(points_here, timeout=20, message="the kubernetes Service at the new port")
+                assert client.get(f"{SERVICES}/kubernetes").json()["spec"]["clusterIP"] == "10.96.0.1"
+        finally:
+            again.process.stop()

@@ -82,14 +82,13 @@ def endpoint_slice(address: str, port: int) -> Obj:
 
 
 async def _put(store: Store, obj: Obj, same: Any) -> None:
-    """Create ``obj``, or update the stored one when ``same(stored)`` is false."""
+    """Update the stored object when ``same(stored)`` is false, or create ``obj`` when there is none.
+
+    The stored one is looked at first, as kube-apiserver's controller GETs before it
+    creates: a create of the Service would first try to allocate its ClusterIP, which
+    the stored Service holds, and fail as Invalid rather than AlreadyExists.
+    """
     meta = obj["metadata"]
-    try:
-        await store.create(meta["namespace"], copy.deepcopy(obj), WriteOptions(field_manager=_MANAGER))
-        return
-    except errors.APIError as e:
-        if e.reason != "AlreadyExists":
-            raise
 
     def update(current: Obj, _entry: Any) -> Obj:
         if same(current):
@@ -99,7 +98,14 @@ async def _put(store: Store, obj: Obj, same: Any) -> None:
             **(current.get("metadata", {}).get("labels") or {}), **meta["labels"]}}
         return merged
 
-    await store.update_with(meta["namespace"], meta["name"], update, WriteOptions(field_manager=_MANAGER))
+    try:
+        await store.update_with(meta["namespace"], meta["name"], update, WriteOptions(field_manager=_MANAGER))
+        return
+    except errors.APIError as e:
+        if e.reason != "NotFound":
+            raise
+    # Another APIServer creating it meanwhile gives AlreadyExists: the caller tries again (and updates).
+    await store.create(meta["namespace"], copy.deepcopy(obj), WriteOptions(field_manager=_MANAGER))
 
 
 async def ensure(ctx: StoreContext) -> None:
