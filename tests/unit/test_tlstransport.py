@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import tracemalloc
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from machinery import pki, tlsserving
+from machinery import pki, tlsserving, tlstransport
 from machinery.tlstransport import TLSServerProtocol
 
 
@@ -187,3 +188,41 @@ async def test_set_protocol_hands_the_connection_over_with_tls_kept(server: tupl
     assert successor.received == b"after"
     writer.close()
     assert await asyncio.wait_for(successor.lost, 5) is None
+
+
+async def test_many_connections_share_one_read_buffer_and_each_gets_its_own_bytes(
+        server: tuple[int, list[Recorder]], tls_files: Any, tmp_path: Path) -> None:
+    port, apps = server
+    ctx = client_context(tls_files, tmp_path, with_cert=False)
+    streams: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for _ in range(40):
+            streams.append(await asyncio.open_connection("127.0.0.1", port, ssl=ctx))
+        for reader, writer in streams:
+            writer.write(b"ping")
+            assert await reader.readexactly(9) == b"echo:ping"
+        server_side = [tracemalloc.Filter(True, tlstransport.__file__)]
+        grown = tracemalloc.take_snapshot().filter_traces(server_side).compare_to(
+            before.filter_traces(server_side), "filename")
+        per_connection = sum(stat.size_diff for stat in grown) / len(streams)
+        # The server's side: a read buffer of 256 KiB per connection would be far above.
+        assert per_connection < 16 * 1024, per_connection
+        for app in apps:
+            app.echo = False
+        # Interleaved: every connection sends in pieces while the others do; nothing crosses over.
+        for piece in range(20):
+            for i, (_, writer) in enumerate(streams):
+                writer.write(f"[{i}:{piece}]".encode() * 50)
+        for _, writer in streams:
+            await writer.drain()
+        expected = [b"ping" + b"".join(f"[{i}:{p}]".encode() * 50 for p in range(20)) for i in range(len(streams))]
+        async with asyncio.timeout(10):
+            while [bytes(app.received) for app in apps] != expected:
+                await asyncio.sleep(0.01)
+    finally:
+        tracemalloc.stop()
+        for _, writer in streams:
+            writer.close()
+        await asyncio.gather(*(writer.wait_closed() for _, writer in streams), return_exceptions=True)
