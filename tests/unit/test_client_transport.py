@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import types
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Self
 
@@ -246,3 +247,21 @@ async def test_unreachable_and_silent_servers() -> None:
             await pool.exchange(("http", "127.0.0.1", server.port), b"GET / HTTP/1.1\r\n\r\n", b"",
                                 Timeouts(read=0.1))
     await pool.aclose()
+
+
+async def test_idle_connections_are_kept_for_max_idle_seconds(lean: Callable[..., Client],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection idle for 10 s is reused (a TLS handshake saved); one idle past MAX_IDLE is replaced."""
+    from machinery.client import transport
+
+    now = [1000.0]
+    monkeypatch.setattr(transport, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    async with ScriptedServer(json_answer(200, LEASE)) as server:
+        client = lean(server)
+        await client.get(LEASES, "node-1", namespace="kube-node-lease")
+        now[0] += 10.0
+        await client.get(LEASES, "node-1", namespace="kube-node-lease")
+        assert server.connections == 1
+        now[0] += transport.MAX_IDLE + 1.0
+        await client.get(LEASES, "node-1", namespace="kube-node-lease")
+        assert server.connections == 2
