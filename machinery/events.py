@@ -31,6 +31,7 @@ is bounded per source (1,000, client-go's per-broadcaster queue, so a process
 hosting thousands of simulated kubelets holds what as many kubelets would) and
 in all; beyond either, new events are dropped and counted
 (``kubesim_events_dropped_total``): a component is never stalled by its events.
+How many wait to be written is ``kubesim_events_pending``.
 
 Concurrency: ``event()`` runs on the caller's task, synchronously; writes run on
 the broadcaster's worker tasks (:meth:`EventBroadcaster.run`). The work queue
@@ -205,6 +206,7 @@ class EventBroadcaster:
             self._drop("queue_full", reason, message)
             return
         self._per_source[source] = self._per_source.get(source, 0) + 1
+        metrics.EVENTS_PENDING.inc()
         self._pending[key] = _Pending(
             namespace=ref.namespace or "default",
             involved=ref.model_dump(by_alias=True, exclude_none=True, mode="json"),
@@ -216,6 +218,7 @@ class EventBroadcaster:
         pending = self._pending.pop(key, None)
         if pending is None:
             return
+        metrics.EVENTS_PENDING.dec()
         self._release(pending)
         try:
             await self._write(key, pending)
@@ -289,6 +292,7 @@ class EventBroadcaster:
     def _requeue(self, key: _Key, pending: _Pending) -> None:
         newer = self._pending.get(key)
         if newer is None:
+            metrics.EVENTS_PENDING.inc()
             self._pending[key] = pending
             source = (pending.component, pending.host)
             self._per_source[source] = self._per_source.get(source, 0) + 1

@@ -47,3 +47,8 @@ EVENTS_DROPPED = Counter(
     "retrying, or (reason spam) the EventCorrelator's spam filter refused them.",
     ["reason"],
 )
+
+EVENTS_PENDING = Gauge(
+    "kubesim_events_pending",
+    "Events recorded and not yet written (waiting for a writer, or retrying): how far the recorder is behind.",
+)

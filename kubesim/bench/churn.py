@@ -43,6 +43,7 @@ from kubesim.bench.measure import (
     cpu_mark,
     etcd_revision,
     events_dropped,
+    events_pending,
     every_second,
     list_revision,
     start_component,
@@ -110,6 +111,7 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
             await asyncio.sleep(_SETTLE)
             writes = await count_writes(c.etcd_url, first, etcd_revision(c.etcd_url), NAMESPACE)
             dropped = events_dropped(metrics) - dropped
+            pending = events_pending(metrics)
             add_cpu_per_pod(result, cpu_start, cpu_mark(c), len(load.sent))
         finally:
             watch.cancel()
@@ -136,6 +138,7 @@ async def _churn(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Scen
     add_pod_rate(result, "create+delete", sizes.rate, writes, len(load.sent), ceiling,
                  "the load: create to delete, per second")
     result.add("Events dropped", dropped, "", "recorders' queues full: fewer writes per Pod")
+    result.add("Events still pending", pending, "", "recorded, not yet written at the end: not in the writes per Pod")
     result.add("429s answered to the load", throttled, "", "each tried again 1 s later until it went through; "
                                                           "counted in the mutating latency")
     if load.gave_up:

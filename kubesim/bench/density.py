@@ -47,6 +47,7 @@ from kubesim.bench.measure import (
     cpu_mark,
     etcd_revision,
     events_dropped,
+    events_pending,
     every_second,
     list_revision,
     start_component,
@@ -62,6 +63,7 @@ _SETTLE: Final = 2.0
 #: Seconds without a Pod event, mid-phase, after which a list checks the bench's watch (a lost event).
 _STALL: Final = 60.0
 _DROPPED: Final = "recorders' queues full: fewer writes per Pod"
+_PENDING: Final = "recorded, not yet written when the phase ended: their writes land later"
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
             middle = etcd_revision(c.etcd_url)
             started_writes = await count_writes(c.etcd_url, first, middle, NAMESPACE)
             dropped_starting = events_dropped(metrics) - dropped_before
+            pending_starting = events_pending(metrics)
 
             progress(f"cluster density: deleting the {sizes.workload}s")
             started = time.perf_counter()
@@ -154,14 +157,15 @@ async def _phases(c: BenchCluster, metrics: list[str], sizes: Sizes, result: Sce
             await asyncio.sleep(_SETTLE)
             deleted_writes = await count_writes(c.etcd_url, middle, etcd_revision(c.etcd_url), NAMESPACE)
             dropped_deleting = events_dropped(metrics) - dropped_starting - dropped_before
+            pending_deleting = events_pending(metrics)
             add_cpu_per_pod(result, cpu_start, cpu_mark(c), sizes.pods)
         finally:
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)
     finally:
         pool.close()
-    _figures(result, sizes, pods, ceiling, running=(running, started_writes, dropped_starting),
-             deleting=(deleting, deleted_writes, dropped_deleting))
+    _figures(result, sizes, pods, ceiling, running=(running, started_writes, dropped_starting, pending_starting),
+             deleting=(deleting, deleted_writes, dropped_deleting, pending_deleting))
 
 
 def _controller(i: int, replicas: int, workload: str = "ReplicationController") -> dict[str, Any]:
@@ -176,18 +180,19 @@ def _controller(i: int, replicas: int, workload: str = "ReplicationController") 
             "spec": {"replicas": replicas, "selector": labels, "template": template}}
 
 
-#: A phase's seconds, its writes and the Events the recorders dropped during it.
-_Phase = tuple[float, Writes, int]
+#: A phase's seconds, its writes, the Events the recorders dropped during it and those still pending at its end.
+_Phase = tuple[float, Writes, int, int]
 
 
 def _figures(result: ScenarioResult, sizes: Sizes, pods: PodTimes, ceiling: float | None, *, running: _Phase,
              deleting: _Phase) -> None:
-    seconds, writes, dropped = running
+    seconds, writes, dropped, pending = running
     result.add("Pods Running", seconds, "s", f"{sizes.pods} Pods from {sizes.controllers} {sizes.short}; "
                                              f"{_PHASE_GOAL}")
     add_pod_rate(result, "start", sizes.pods / seconds, writes, sizes.pods, ceiling,
                  "goal >= 50% of the ceiling")
     result.add("start Events dropped", dropped, "", _DROPPED)
+    result.add("start Events still pending", pending, "", _PENDING)
     startup = [pods.running[name] - seen for name, seen in pods.seen.items() if name in pods.running]
     result.samples["startup latency (creation to Running)"] = startup
     if pods.seen:
@@ -202,8 +207,9 @@ def _figures(result: ScenarioResult, sizes: Sizes, pods: PodTimes, ceiling: floa
     per_second = background / (seconds + _SETTLE) if background is not None else None
     result.add("background writes while starting", per_second, "/s",
                "node Leases and status, node Events: not counted per Pod")
-    seconds, writes, dropped = deleting
+    seconds, writes, dropped, pending = deleting
     result.add("all Pods deleted", seconds, "s", f"{sizes.short} deleted, Pods by the garbage collector; "
                                                  f"{_PHASE_GOAL}")
     add_pod_rate(result, "delete", sizes.pods / seconds, writes, sizes.pods, ceiling)
     result.add("delete Events dropped", dropped, "", _DROPPED)
+    result.add("delete Events still pending", pending, "", _PENDING)

@@ -23,7 +23,8 @@
   (with KWOK's timing: containers start at once), :func:`add_process_figures`
   (each process's peak RSS and CPU seconds), :func:`events_dropped` (Events
   the recorders dropped: under load they drop rather than stall, which lowers
-  the writes per Pod), :func:`check_alive`.
+  the writes per Pod), :func:`events_pending` (Events recorded and not yet
+  written: their writes fall in a later phase), :func:`check_alive`.
 - **progress**: :func:`every_second` prints a line a second while a phase runs.
 
 The benchmarks talk to etcd directly only here, and only to measure it.
@@ -512,6 +513,18 @@ def events_dropped(metrics_urls: Iterable[str]) -> int:
                 if line.startswith("kubesim_events_dropped_total{") and 'reason="spam"' not in line:
                     dropped += float(line.rsplit(" ", 1)[1])
     return round(dropped)
+
+
+def events_pending(metrics_urls: Iterable[str]) -> int:
+    """The Events the components' recorders hold unwritten (``kubesim_events_pending``): those still to
+    come, which a phase's Event writes per Pod do not count."""
+    pending = 0.0
+    for url in metrics_urls:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            for line in reply.read().decode().splitlines():
+                if line.startswith("kubesim_events_pending "):
+                    pending += float(line.rsplit(" ", 1)[1])
+    return round(pending)
 
 
 def check_alive(c: BenchCluster) -> None:

@@ -305,3 +305,18 @@ async def test_each_source_holds_its_own_thousand_pending_events() -> None:
     small.task.cancel()
     await asyncio.gather(small.task, return_exceptions=True)
     await small.client.aclose()
+
+
+async def test_pending_events_are_counted_until_written(env: Env) -> None:
+    """``kubesim_events_pending`` says how far the recorder is behind: what the bench reads at a phase's end."""
+    from machinery import metrics
+
+    before = metrics.EVENTS_PENDING._value.get()
+    for i in range(3):
+        env.recorder.event(V1Pod(metadata=V1ObjectMeta(name=f"web-{i}", namespace="prod")), NORMAL, "A", "a")
+    env.recorder.event(V1Pod(metadata=V1ObjectMeta(name="web-0", namespace="prod")), NORMAL, "A", "a")
+    assert metrics.EVENTS_PENDING._value.get() - before == 3
+    env.start()
+    await settle()
+    assert len(env.events()) == 3
+    assert metrics.EVENTS_PENDING._value.get() == before
