@@ -13,7 +13,7 @@ from kubernetes.client import V1Node, V1ObjectMeta, V1ObjectReference, V1Pod, V1
 
 from machinery.api.kinds import EVENTS
 from machinery.client.clock import FakeClock
-from machinery.events import NORMAL, WARNING, EventBroadcaster, reference_to
+from machinery.events import NORMAL, WARNING, WORKERS, EventBroadcaster, reference_to
 from tests.unit.test_client_fakeapi import FakeApi
 
 
@@ -305,6 +305,35 @@ async def test_each_source_holds_its_own_thousand_pending_events() -> None:
     small.task.cancel()
     await asyncio.gather(small.task, return_exceptions=True)
     await small.client.aclose()
+
+
+async def test_events_of_many_sources_are_written_concurrently(env: Env) -> None:
+    """A kubelet_sim of many nodes writes their Events side by side, as that many kubelets would."""
+    in_flight = most = 0
+    gate = asyncio.Event()
+    create = env.client.create
+
+    async def slow_create(*args: Any, **kwargs: Any) -> Any:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await gate.wait()
+            return await create(*args, **kwargs)
+        finally:
+            in_flight -= 1
+
+    env.client.create = slow_create  # type: ignore[method-assign]
+    for i in range(WORKERS + 10):
+        pod = V1Pod(metadata=V1ObjectMeta(name=f"web-{i}", namespace="prod", uid=f"uid-{i}"))
+        env.broadcaster.recorder("kubelet", f"node-{i}").event(pod, NORMAL, "Started", "Started container c")
+    env.start()
+    await settle()
+    # 32 at once: at a tenth of a second per write under load, 320 Events a second (4 gave 40).
+    assert most == WORKERS >= 32
+    gate.set()
+    await settle()
+    assert len(env.events()) == WORKERS + 10
 
 
 async def test_pending_events_are_counted_until_written(env: Env) -> None:
