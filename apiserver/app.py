@@ -92,8 +92,9 @@ def create_app(settings: Settings) -> FastAPI:
 
 
 def secure_handler(front: ASGIApp, server: APIServer) -> ASGIApp:
-    """``front`` behind authentication, audit, impersonation and authorization."""
+    """``front`` behind authentication, audit, impersonation, the in-flight limits and authorization."""
     handler: ASGIApp = WithAuthorization(front, server.authorizer)
+    handler = filters.max_in_flight(handler, server.settings)
     handler = WithImpersonation(handler, server.authorizer)
     failed: ASGIApp = unauthorized
     if server.auditor is not None:
@@ -103,8 +104,10 @@ def secure_handler(front: ASGIApp, server: APIServer) -> ASGIApp:
 
 
 def insecure_handler(front: ASGIApp, server: APIServer) -> ASGIApp:
-    """``front`` as ``--insecure-port`` serves it: every request a ``system:masters`` one, audited."""
-    handler = WithAudit(front, server.auditor) if server.auditor is not None else front
+    """``front`` as ``--insecure-port`` serves it: every request a ``system:masters`` one, audited (counted
+    against the in-flight limits, never refused by them)."""
+    handler = filters.max_in_flight(front, server.settings)
+    handler = WithAudit(handler, server.auditor) if server.auditor is not None else handler
     return WithUser(handler)
 
 
@@ -118,6 +121,6 @@ def asgi_app(settings: Settings) -> tuple[ASGIApp, APIServer]:
     # kube-aggregator sits behind the filters (authentication, impersonation, audit, authorization),
     # in front of the APIServer's own handlers.
     front = AggregationLayer(ResourceFront(app, server), server)
-    # The hostile-input limits (request timeout, max-in-flight) come first, then the security filters.
+    # The request timeout comes first, then the security filters (the in-flight limits among them).
     server.insecure_app = filters.handler_chain(insecure_handler(front, server), settings)
     return filters.handler_chain(secure_handler(front, server), settings), server

@@ -5,7 +5,13 @@ A request that would exceed its limit is answered at once with ``429
 TooManyRequests`` (``Too many requests, please try again later.``,
 ``Retry-After: 1``); it is not queued, so an overloaded server sheds load
 instead of piling up work it will answer too late. Long-running requests and
-health probes are not counted.
+health probes are not counted. A member of ``system:masters`` is never refused:
+when the limit is reached its request is served all the same, uncounted ("a
+system:master is so powerful that they should always get an answer"), as
+kube-apiserver's filter does and as its Priority and Fairness does with its
+``exempt`` level. So the filter sits where kube-apiserver puts it: after
+authentication and impersonation (it judges the user the request acts as),
+before authorization (:func:`apiserver.app.secure_handler`).
 
 kube-apiserver 1.32 uses API Priority and Fairness by default, whose total
 concurrency is the sum of these two flags; kubesim keeps the simpler filter
@@ -21,6 +27,9 @@ from typing import Final
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from apiserver.admission.chain import UserInfo
+from apiserver.authorization.authorizer import SYSTEM_MASTERS
+from apiserver.endpoints.request import USER_SCOPE_KEY
 from apiserver.filters.longrunning import HEALTH_PATHS, is_long_running, is_mutating
 
 RETRY_AFTER_SECONDS: Final = 1
@@ -52,6 +61,10 @@ class MaxInFlight:
         limit = self.max_mutating if mutating else self.max_requests
         current = self.writes if mutating else self.reads
         if limit > 0 and current >= limit:
+            user: UserInfo | None = scope.get(USER_SCOPE_KEY)
+            if user is not None and SYSTEM_MASTERS in user.groups:
+                await self.app(scope, receive, send)
+                return
             self.refused += 1
             await _refuse(send)
             return

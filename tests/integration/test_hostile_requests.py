@@ -295,22 +295,26 @@ def test_in_flight_limits_answer_429_with_retry_after() -> None:
     import contextlib
 
     with harness.cluster(["--max-mutating-requests-inflight=1"]) as c, \
-            c.client(timeout=30) as api, contextlib.ExitStack() as stack:
+            c.client(timeout=30) as admin, harness.user_client(c.url, "bob", timeout=30) as bob, \
+            contextlib.ExitStack() as stack:
         holder = stack.enter_context(connect(c.apiserver.port, harness.admin_tls()))
         holder.sendall(request("POST", PODS, headers=JSON, content_length=1000))
 
         def refused() -> httpx.Response | None:
-            r = api.post(PODS, json=pod("x"))
+            r = bob.post(PODS, json=pod("x"))
             return r if r.status_code == 429 else None
         r = harness.wait_for(refused, timeout=10, message="a 429")
         assert isinstance(r, httpx.Response)
         assert r.headers["retry-after"] == "1" and r.json()["reason"] == "TooManyRequests"
         assert r.json()["details"] == {"retryAfterSeconds": 1}
+        # A system:master always gets an answer, as from kube-apiserver.
+        assert admin.post("/api/v1/namespaces", json={"metadata": {"name": "by-admin"}}).status_code == 201
         # Reads, probes and watches are not counted against the writes.
-        assert api.get("/api/v1/namespaces").status_code == 200
-        assert api.get("/readyz").status_code == 200
-        with api.stream("GET", "/api/v1/pods", params={"watch": "true", "timeoutSeconds": "1"}) as w:
+        assert bob.get("/api/v1/namespaces").status_code == 403
+        assert admin.get("/readyz").status_code == 200
+        with admin.stream("GET", "/api/v1/pods", params={"watch": "true", "timeoutSeconds": "1"}) as w:
             assert w.status_code == 200
         holder.close()
-        harness.wait_for(lambda: api.post("/api/v1/namespaces", json={"metadata": {"name": "again"}}).status_code
-                         == 201, timeout=10, message="writes admitted again")
+        # bob is let in again (and refused by RBAC, which comes after the limits).
+        harness.wait_for(lambda: bob.post("/api/v1/namespaces", json={"metadata": {"name": "again"}}).status_code
+                         == 403, timeout=10, message="writes admitted again")

@@ -8,6 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
+from apiserver.admission.chain import UserInfo
+from apiserver.endpoints.request import USER_SCOPE_KEY
 from apiserver.filters import longrunning
 from apiserver.filters.maxinflight import MaxInFlight
 from apiserver.filters.timeout import RequestTimeout
@@ -99,6 +101,31 @@ async def test_max_in_flight_refuses_beyond_each_limit_with_429_and_retry_after(
     ok = Recorder()
     await chain(scope("GET"), _receive, ok)
     assert ok.status == 200
+
+
+async def test_max_in_flight_serves_system_masters_beyond_the_limit() -> None:
+    """kube-apiserver's rule: a system:master always gets an answer; everyone else gets 429."""
+    app = Blocking()
+    chain = MaxInFlight(app, max_requests=1, max_mutating=1)
+    held = asyncio.create_task(chain(scope("POST"), _receive, Recorder()))
+    while app.entered < 1:
+        await asyncio.sleep(0)
+    master, node = scope("POST"), scope("POST")
+    master[USER_SCOPE_KEY] = UserInfo("kubernetes-admin", ("system:masters", "system:authenticated"))
+    node[USER_SCOPE_KEY] = UserInfo("system:node:node-1", ("system:nodes", "system:authenticated"))
+    refused = Recorder()
+    await chain(node, _receive, refused)
+    assert refused.status == 429
+    served = Recorder()
+    admin = asyncio.create_task(chain(master, _receive, served))
+    for _ in range(100):
+        if app.entered == 2 or admin.done():
+            break
+        await asyncio.sleep(0)
+    app.release.set()
+    await asyncio.gather(held, admin)
+    assert served.status == 200
+    assert (chain.writes, chain.refused) == (0, 1)
 
 
 async def test_request_timeout_answers_504_and_spares_long_running_requests() -> None:
