@@ -119,11 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-request-bytes", type=int, default=3 * 1024 * 1024,
                    help="largest request body accepted; larger ones get 413 (default 3145728)")
     p.add_argument("--max-requests-inflight", type=int, default=400, metavar="N",
-                   help="the most non-mutating requests in flight at once; beyond it, 429 with Retry-After "
-                        "(default 400; 0 disables the limit)")
+                   help="the most non-mutating requests in flight at once; beyond it, 429 with Retry-After, "
+                        "except for system:masters (default 400; 0 disables the limit)")
     p.add_argument("--max-mutating-requests-inflight", type=int, default=200, metavar="N",
                    help="the most mutating requests (create, update, patch, delete) in flight at once; beyond "
-                        "it, 429 with Retry-After (default 200; 0 disables the limit)")
+                        "it, 429 with Retry-After, except for system:masters (default 200; 0 disables the limit)")
     p.add_argument("--request-timeout", type=_duration, default=60.0, metavar="DURATION",
                    help="the longest a request that is not a watch or other stream may take; past it, 504 "
                         "(default 1m0s)")
