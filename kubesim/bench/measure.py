@@ -501,30 +501,30 @@ async def start_nodes(c: BenchCluster, pool: Pool, count: int, *, progress: Prog
         await asyncio.gather(watch, return_exceptions=True)
 
 
+def _metric_total(metrics_urls: Iterable[str], prefix: str, *, unless: str | None = None) -> int:
+    """The sum over every process of the samples whose line starts with ``prefix`` (not containing
+    ``unless``), read from their Prometheus text."""
+    total = 0.0
+    for url in metrics_urls:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            for line in reply.read().decode().splitlines():
+                if line.startswith(prefix) and (unless is None or unless not in line):
+                    total += float(line.rsplit(" ", 1)[1])
+    return round(total)
+
+
 def events_dropped(metrics_urls: Iterable[str]) -> int:
     """The Events the components' recorders lost (``kubesim_events_dropped_total``), every reason but spam.
 
     What the spam filter refuses Kubernetes' recorders refuse too: it is not counted as lost.
     """
-    dropped = 0.0
-    for url in metrics_urls:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            for line in reply.read().decode().splitlines():
-                if line.startswith("kubesim_events_dropped_total{") and 'reason="spam"' not in line:
-                    dropped += float(line.rsplit(" ", 1)[1])
-    return round(dropped)
+    return _metric_total(metrics_urls, "kubesim_events_dropped_total{", unless='reason="spam"')
 
 
 def events_pending(metrics_urls: Iterable[str]) -> int:
     """The Events the components' recorders hold unwritten (``kubesim_events_pending``): those still to
     come, which a phase's Event writes per Pod do not count."""
-    pending = 0.0
-    for url in metrics_urls:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            for line in reply.read().decode().splitlines():
-                if line.startswith("kubesim_events_pending "):
-                    pending += float(line.rsplit(" ", 1)[1])
-    return round(pending)
+    return _metric_total(metrics_urls, "kubesim_events_pending ")
 
 
 def check_alive(c: BenchCluster) -> None:
