@@ -20,6 +20,7 @@ from apiserver.registry.core.service.ipallocator import parse_service_cidrs
 from apiserver.registry.core.service.portallocator import parse_port_range
 from apiserver.server import APIServer, Settings
 from apiserver.settings import SecuritySettings
+from apiserver.storage.etcd import hand_over_promptly
 from machinery.gctune import freeze_survivors
 from machinery.process import duration_arg as _duration
 from machinery.process import positive_int_arg, quiet_http_client_logs
@@ -279,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                       if args.reuse_port else None))
     # The watch cache holds every object: keep full collections off it.
     freeze_survivors()
+    # etcd's answers come in through gRPC's threads: they must not wait 5 ms for the loop's GIL.
+    hand_over_promptly()
     sockets = [workers.reuse_port_socket(args.bind_address, args.secure_port)] if args.reuse_port else None
     server = _Server(config, extra)
     server.api = api
