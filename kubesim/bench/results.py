@@ -124,10 +124,22 @@ def stem(size: Size) -> str:
     return f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d')}{suffix}"
 
 
+def free_stem(directory: Path, size: Size) -> str:
+    """:func:`stem`, or it with ``-2``, ``-3``... : the first that no results file in ``directory`` has yet,
+    so that a second run on the same day keeps the first one's figures."""
+    base = stem(size)
+    name, n = base, 1
+    while (directory / f"{name}.json").exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
 def write_json(results: list[ScenarioResult], directory: Path, size: Size) -> Path:
+    """The run's figures in ``directory/<stem>.json`` (a name not taken yet: :func:`free_stem`); its path."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
-    path = directory / f"{stem(size)}.json"
+    path = directory / f"{free_stem(directory, size)}.json"
     doc = {"date": now.isoformat(timespec="seconds"), "size": size.value, "machine": machine(),
            "results": [asdict(r) for r in results]}
     path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -39,7 +39,7 @@ from kubesim.bench.cluster import cluster
 from kubesim.bench.measure import APISERVER_ARGS, RSS_GOALS, check_alive, start_component, start_kubelets
 from kubesim.bench.plots import plot
 from kubesim.bench.rawhttp import Connection
-from kubesim.bench.results import ScenarioResult, stem, table, write_json
+from kubesim.bench.results import ScenarioResult, table, write_json
 from kubesim.bench.sizes import Size, pick
 
 
@@ -288,7 +288,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"\nresults written to {path}")
     for result in results:
         try:
-            pictures = plot(result, args.results_dir, stem(args.size))
+            pictures = plot(result, args.results_dir, path.stem)  # beside the JSON, under its name
         except Exception as e:  # noqa: BLE001 - a picture that fails is said, the figures stand
             print(f"no picture of {result.scenario}: {type(e).__name__}: {e}")
             continue
