@@ -411,8 +411,9 @@ class WatchStream:
     lasted milliseconds: the caches took in 150 responses a second while etcd committed 1,800,
     and fell tens of seconds behind (every watcher with them). etcd sends a response per revision
     to a watch that keeps up, so the thread, which waits on nothing but the socket and the GIL
-    (taken within :data:`GIL_SWITCH_INTERVAL`), keeps up; the loop then applies all it brought per turn. Concurrency: the thread only reads, converts and
-    hands over (a lock guards the hand-over); every watch's state is touched on the loop only.
+    (taken within :data:`GIL_SWITCH_INTERVAL`), keeps up; the loop then applies all it brought per
+    turn. Concurrency: the thread only reads, converts and hands over (a lock guards the
+    hand-over); every watch's state is touched on the loop only.
     """
 
     def __init__(self, channel: grpc.Channel, *, trusted: Any) -> None:
