@@ -9,6 +9,8 @@ measures where its one core goes, because that is what bounds its speed:
   resource and subresource. It is measured precisely despite the event loop
   interleaving requests: :func:`cpu_timed` adds up the thread CPU time of each
   step of the request's coroutine, and only those;
+- ``apiserver_watch_cache_consistent_read_total``: consistent lists served
+  from the watch cache (kube-apiserver's own counter);
 - ``kubesim_apiserver_watch_fanout_cpu_seconds_total``: the watch caches'
   work of applying etcd's events and queueing them for every watcher, by
   resource (the watchers' own streaming is counted as their ``watch`` requests).
@@ -38,6 +40,10 @@ REQUEST_CPU: Final = Counter("kubesim_apiserver_request_cpu_seconds_total",
 WATCH_FANOUT_CPU: Final = Counter("kubesim_apiserver_watch_fanout_cpu_seconds_total",
                                   "CPU seconds the watch caches spent applying etcd's events and queueing them "
                                   "for their watchers.", ["resource"])
+#: kube-apiserver 1.32's counter of consistent lists served from the watch cache: ``resource`` is the
+#: resource's etcd prefix (``/pods``), ``fallback`` says the cache did not catch up in time and etcd answered.
+CONSISTENT_READS: Final = Counter("apiserver_watch_cache_consistent_read", "Counter for consistent reads from cache.",
+                                  ["resource", "success", "fallback"])
 
 
 class CPUTimer:

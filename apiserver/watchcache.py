@@ -26,7 +26,7 @@ import bisect
 import contextlib
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -234,6 +234,8 @@ class WatchCache:
         self.field_extractor = field_extractor
         self.state: dict[str, Entry] = {}
         self._sorted_keys: list[str] | None = None
+        #: How many of ``state``'s objects each namespace holds (namespaced resources only).
+        self._per_namespace: Counter[str] = Counter()
         self.window: deque[CacheEvent] = deque()
         self.window_rvs: deque[int] = deque()
         #: The oldest revision a watch may resume from: events after it are all in the window.
@@ -300,6 +302,7 @@ class WatchCache:
         had_state = self.ready.is_set() or self.state
         self.state = state
         self._sorted_keys = None
+        self._per_namespace = Counter(map(self._namespace_of, state)) if self.ri.namespaced else Counter()
         self.window.clear()
         self.window_rvs.clear()
         self.rv = revision
@@ -363,6 +366,12 @@ class WatchCache:
                     continue
                 del self.state[key]
                 self._sorted_keys = None
+                if self.ri.namespaced:
+                    namespace = self._namespace_of(key)
+                    if self._per_namespace[namespace] > 1:
+                        self._per_namespace[namespace] -= 1
+                    else:
+                        del self._per_namespace[namespace]
                 rv = ev.kv.mod_revision
                 cev = CacheEvent("DELETED", rv, self._compact(at_revision(prev, rv)), self._compact(prev))
             else:
@@ -375,6 +384,8 @@ class WatchCache:
                 self.state[key] = self._compact(entry)
                 if prev is None:
                     self._sorted_keys = None
+                    if self.ri.namespaced:
+                        self._per_namespace[self._namespace_of(key)] += 1
                     cev = CacheEvent("ADDED", rv, entry, None)
                 else:
                     cev = CacheEvent("MODIFIED", rv, entry, self._compact(prev))
@@ -493,6 +504,15 @@ class WatchCache:
 
     def get(self, key: str) -> Entry | None:
         return self.state.get(key)
+
+    def count(self, namespace: str | None = None) -> int:
+        """How many objects the cache holds, in all or in one namespace (counted as they come and go)."""
+        if namespace and self.ri.namespaced:
+            return self._per_namespace.get(namespace, 0)
+        return len(self.state)
+
+    def _namespace_of(self, key: str) -> str:
+        return key[len(self.prefix):].partition("/")[0]
 
     def sorted_entries(self, namespace: str | None = None) -> Iterable[Entry]:
         if self._sorted_keys is None:

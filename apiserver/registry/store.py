@@ -4,10 +4,12 @@ This is kube-apiserver's ``genericregistry.Store`` in small. A Strategy says
 what is specific to a kind; everything here is the same for all of them:
 
 - **Reads.** A GET reads etcd (a consistent read); ``resourceVersion=0`` may be
-  served from the watch cache. Lists are served from the watch cache once it
-  has caught up with etcd's current revision (a consistent read, as
-  kube-apiserver does since 1.31), except paginated ones (``limit``), which
-  read etcd at a fixed revision so that every page belongs to one snapshot.
+  served from the watch cache. Lists with a resourceVersion are served from the
+  watch cache; consistent ones (none given) from the cache once it has caught
+  up with etcd's current revision, as kube-apiserver does since 1.31, when etcd
+  can prove that cheaply or the list is large (``_consistent_from_cache``), and
+  from etcd otherwise; paginated ones (``limit``) read etcd at a fixed revision
+  so that every page belongs to one snapshot.
 - **Writes.** Create is "create_revision == 0, then put". Every update goes
   through :meth:`Store.update_with`: read the current object (the cache is the
   first guess, etcd the truth), compute the new one, and write it guarded by the
@@ -46,6 +48,7 @@ import orjson
 
 from apiserver import errors
 from apiserver.errors import APIError
+from apiserver.metrics import CONSISTENT_READS
 from apiserver.registry.strategy import FinishFunc, Obj, Strategy
 from apiserver.storage.etcd import (
     Compacted,
@@ -69,6 +72,11 @@ if TYPE_CHECKING:
     from apiserver.settings import Settings
 
 log = logging.getLogger("apiserver.store")
+
+#: A consistent list of a scope (a namespace, or the whole resource) holding this many objects is served
+#: from the watch cache once it is fresh rather than read from etcd (see ``Store._consistent_from_cache``).
+#: Reading etcd costs ~100 µs per Pod; waiting for an idle cache, up to one 250 ms progress interval.
+CONSISTENT_LIST_FROM_CACHE_MIN_OBJECTS: Final = 1_000
 
 #: The alphabet and length kube-apiserver uses for generateName suffixes.
 _NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
@@ -269,16 +277,22 @@ class Store:
     async def list(self, flt: Filter, *, limit: int = 0, continue_token: str | None = None,
                    resource_version: str | None = None, exact: bool = False) -> ListResult:
         consistent = resource_version in (None, "")
-        if continue_token or exact or (consistent and (limit > 0 or not self.storage.progress_requests_reliable)):
-            # A consistent read comes from the cache only when etcd's progress notifications can
-            # prove the cache current (kube-apiserver's ConsistentListFromCache needs the same).
+        if continue_token or exact or (consistent and (limit > 0 or not self._consistent_from_cache(flt))):
             return await self._list_from_etcd(flt, limit=limit, continue_token=continue_token,
                                               resource_version=resource_version, exact=exact)
         try:
             if resource_version not in (None, "", "0"):
                 await self.cache.wait_for(int(resource_version))
             elif resource_version != "0":
-                await self.cache.wait_fresh()
+                try:
+                    await self.cache.wait_fresh()
+                except NotFresh:
+                    # The cache did not catch up in time: read etcd, as kube-apiserver falls back.
+                    result = await self._list_from_etcd(flt, limit=0, continue_token=None, resource_version=None,
+                                                        exact=False)
+                    CONSISTENT_READS.labels(f"/{self.ri.etcd_resource}", "true", "true").inc()
+                    return result
+                CONSISTENT_READS.labels(f"/{self.ri.etcd_resource}", "true", "false").inc()
             else:
                 await self.cache.wait_ready()
         except CacheClosed:
@@ -290,6 +304,22 @@ class Store:
         except StorageError as e:
             raise storage_error(e) from e
         return ListResult(self.cache.list(flt), self.cache.rv)
+
+    def _consistent_from_cache(self, flt: Filter) -> bool:
+        """Whether a consistent list of one snapshot (no ``limit``) is served from the watch cache.
+
+        kube-apiserver (ConsistentListFromCache) serves it from the cache once the cache has
+        caught up with etcd's current revision, proven by a progress request when the resource
+        is idle; with an etcd whose progress requests can overtake events (before 3.5.13) it
+        reads etcd. kubesim waits on etcd's periodic progress notifications instead (at most
+        ``WATCH_PROGRESS_NOTIFY_INTERVAL``, 250 ms, when the resource is idle; a resource being
+        written catches up within milliseconds), and does so when reading etcd would cost more:
+        for lists of at least :data:`CONSISTENT_LIST_FROM_CACHE_MIN_OBJECTS` objects.
+        """
+        if self.storage.progress_requests_reliable:
+            return True
+        cache = self.cache
+        return cache.ready.is_set() and cache.count(flt.namespace) >= CONSISTENT_LIST_FROM_CACHE_MIN_OBJECTS
 
     async def _list_from_etcd(self, flt: Filter, *, limit: int, continue_token: str | None,
                               resource_version: str | None, exact: bool) -> ListResult:
