@@ -19,7 +19,12 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apiserver.registry.core.configmaps import ConfigMapStrategy
-from apiserver.registry.store import CONSISTENT_LIST_FROM_CACHE_MIN_OBJECTS, DeleteOptions, Store, WriteOptions
+from apiserver.registry.store import (
+    CONSISTENT_LIST_FROM_CACHE_MIN_OBJECTS,
+    DeleteOptions,
+    Store,
+    WriteOptions,
+)
 from apiserver.storage.etcd import EtcdStorage
 from apiserver.watchcache import Filter, WatchCache
 from machinery.api import kinds
