@@ -103,7 +103,11 @@ class Connection:
         return data
 
     def close(self) -> None:
-        self.writer.close()
+        """Close at once. A TLS close waits for the server's close_notify, on the event loop: a loop that
+        ends first (``asyncio.run`` returning) leaves the socket open until the garbage collector finds it,
+        with a ResourceWarning wherever that happens to be. Aborting hands the socket back on the loop's
+        next turn; the server sees the connection end without a close_notify, as after a client's crash."""
+        self.writer.transport.abort()
 
 
 async def open_watch(url: str, path: str) -> Connection:
