@@ -331,20 +331,28 @@ class WatchCache:
 
         The entry's bytes are exactly what the event will carry (the same stored value, the
         same revision); its decoded object saves every selector-filtered watcher a decode.
+        An event that came in before the write's answer (the watch is read by a thread of its
+        own) has nothing left to save: such an entry is not kept, or it would stay until evicted.
         Bounded: if events are lost (a relist), the oldest entries are forgotten.
         """
-        if self.ready.is_set() and self.oldest_rv < entry.rv <= self.rv:
-            i = bisect.bisect_left(self.window_rvs, entry.rv)
-            if i == len(self.window_rvs) or self.window_rvs[i] != entry.rv:
-                # The cache is past this write's revision without having seen it: etcd went back
-                # (it lost revisions in a crash that this cache had seen). Relist.
-                log.warning("%s: a write at revision %d that the cache (at %d) never saw; relisting",
-                            self.ri.plural, entry.rv, self.rv)
-                self.relist()
-                return
+        if self.ready.is_set() and entry.rv <= self.rv:
+            if entry.rv > self.oldest_rv:
+                i = bisect.bisect_left(self.window_rvs, entry.rv)
+                if i == len(self.window_rvs) or self.window_rvs[i] != entry.rv:
+                    # The cache is past this write's revision without having seen it: etcd went back
+                    # (it lost revisions in a crash that this cache had seen). Relist.
+                    log.warning("%s: a write at revision %d that the cache (at %d) never saw; relisting",
+                                self.ri.plural, entry.rv, self.rv)
+                    self.relist()
+            return
         self._own_writes[entry.key] = entry
         if len(self._own_writes) > _OWN_WRITES_MAX:
             del self._own_writes[next(iter(self._own_writes))]
+
+    @property
+    def own_writes_pending(self) -> int:
+        """How many of this process's writes are kept for watch events yet to come (for tests and debugging)."""
+        return len(self._own_writes)
 
     def request_progress(self) -> None:
         if self._watch is not None:
