@@ -12,8 +12,9 @@ answers their requests). Around both sits the same bookkeeping, kept here:
 - :meth:`Listener.close` stops accepting, cancels the connections still open
   and waits for them, so a process shuts down without stray tasks;
 - the connection's writer is closed however the handler ends (returning,
-  raising or being cancelled); what a handler does about its own errors,
-  answering or resetting the connection, is its own business.
+  raising or being cancelled; a cancelled connection's task ends normally,
+  so that asyncio logs no error for it); what a handler does about its own
+  errors, answering or resetting the connection, is its own business.
 
 Concurrency: everything on the event loop; the set of connection tasks is
 changed only by those tasks themselves, on entry and exit.
@@ -66,6 +67,11 @@ class Listener:
         self._connections.add(task)
         try:
             await self._handle(reader, writer)
+        except asyncio.CancelledError:
+            # close() (or the process's shutdown) ended the connection: the task ends normally, because
+            # Python 3.11's StreamReaderProtocol asks a finished connection task for its exception, which
+            # raises for a cancelled one and is logged as "Exception in callback" with a traceback.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()
