@@ -73,6 +73,26 @@ _FIRST_PORT = 20000
 #: The ports this process handed out lately: a port chosen for a server that has not bound it yet is still
 #: free, and must not be handed out twice (etcd's client and peer ports are chosen one after the other).
 _HANDED_OUT: collections.deque[int] = collections.deque(maxlen=1024)
+#: Where ``free_port`` chooses, as ``LOW-HIGH``: the test suite gives each pytest-xdist worker (and the
+#: processes it starts, which inherit the variable) a slice of its own, since the processes of one
+#: worker cannot see what another handed out.
+PORT_RANGE_ENV = "KUBESIM_PORT_RANGE"
+
+
+def port_range() -> tuple[int, int]:
+    """The ports ``free_port`` chooses from: ``KUBESIM_PORT_RANGE``, else 20000 up to the ephemeral range."""
+    spec = os.environ.get(PORT_RANGE_ENV, "")
+    low, sep, high = spec.partition("-")
+    if sep and low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535:
+        return int(low), int(high)
+    return _FIRST_PORT, _ephemeral_low() - 1
+
+
+def worker_port_range(index: int, count: int) -> tuple[int, int]:
+    """Slice ``index`` of ``count`` equal slices of the default range (one per test worker)."""
+    low, high = _FIRST_PORT, _ephemeral_low() - 1
+    size = (high - low + 1) // max(count, 1)
+    return low + index * size, low + (index + 1) * size - 1
 
 
 def free_port() -> int:
@@ -80,12 +100,14 @@ def free_port() -> int:
 
     Chosen at random below the ephemeral range: a port the kernel picked (bind to 0) can be handed to
     any outgoing connection before the server meant to listen on it binds it, which made tests that
-    start many processes fail now and then with "address already in use".
+    start many processes fail now and then with "address already in use". Within ``port_range()``: a
+    server restarted on its port leaves it free for seconds, and a process that does not know the port
+    (another test worker's) must not take it meanwhile.
     """
-    high = _ephemeral_low() - 1
-    if high - _FIRST_PORT >= 1000:
+    low, high = port_range()
+    if high - low >= 256:
         for _ in range(100):
-            port = random.randint(_FIRST_PORT, high)
+            port = random.randint(low, high)
             if port in _HANDED_OUT:
                 continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

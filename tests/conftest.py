@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -61,6 +62,17 @@ def namespace(api: httpx.Client) -> Iterator[str]:
 # two cores (make test), hypothesis' 200 ms deadline per example fails them at random.
 settings.register_profile("kubesim", deadline=None)
 settings.load_profile("kubesim")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Each pytest-xdist worker chooses its servers' ports from a slice of its own (its children inherit
+    # it): a worker restarting an APIServer on its port leaves it free for seconds, and another worker's
+    # free_port could otherwise hand it to a server of its own ("address already in use").
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit():
+        low, high = procs.worker_port_range(int(worker[2:]), int(count))
+        os.environ[procs.PORT_RANGE_ENV] = f"{low}-{high}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
