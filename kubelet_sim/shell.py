@@ -374,9 +374,24 @@ def is_builtin(name: str) -> bool:
 
 @dataclass(slots=True)
 class Terminal:
-    """The session's terminal, shared by a shell and the shells it starts (resizes reach them all)."""
+    """The session's terminal, shared by a shell and the shells it starts (resizes reach them all).
+
+    The client's sizes arrive on ``resizes`` (the exec session's queue); the terminal takes the latest one
+    when a command asks for its size, so a size the client sent before a command's line is the size that
+    command sees, as with a pty whose size is set before the command reads it. (A task copying the queue
+    into ``size`` ran one scheduling turn behind the line, and an ``stty size`` typed right after the
+    resize could print the old size.)
+    """
 
     size: TerminalSize | None = None
+    resizes: asyncio.Queue[TerminalSize] | None = None
+
+    def current(self) -> TerminalSize | None:
+        """The size now: the last one the client sent, else the one it was made with."""
+        if self.resizes is not None:
+            while not self.resizes.empty():
+                self.size = self.resizes.get_nowait()
+        return self.size
 
 
 @dataclass
@@ -578,7 +593,8 @@ async def run_session(shell: Shell, command: list[str], session: Session) -> int
     out = Writer(session.write_out, crlf=session.tty)
     err = Writer(session.write_err, crlf=session.tty)
     io_ = IO(stdin, out, err)
-    watching = asyncio.create_task(_watch_resizes(shell, session), name="shell-resizes") if session.tty else None
+    if session.tty:
+        shell.terminal.resizes = session.resizes
     try:
         if not command:
             raise ExecError("failed to exec in container: no command given")
@@ -593,13 +609,7 @@ async def run_session(shell: Shell, command: list[str], session: Session) -> int
         except ExitShell as exit_:
             return exit_.code
     finally:
-        if watching is not None:
-            watching.cancel()
-
-
-async def _watch_resizes(shell: Shell, session: Session) -> None:
-    while True:
-        shell.terminal.size = await session.resizes.get()
+        shell.terminal.resizes = None
 
 
 # --- builtins ----------------------------------------------------------------------------------------
@@ -1148,7 +1158,7 @@ async def _stty(shell: Shell, argv: list[str], io_: IO) -> int:
         if not shell.tty:
             await io_.stderr.text("stty: standard input: Not a tty\n")
             return 1
-        size = shell.terminal.size or TerminalSize(80, 24)
+        size = shell.terminal.current() or TerminalSize(80, 24)
         await io_.stdout.text(f"{size.height} {size.width}\n")
     return 0
 

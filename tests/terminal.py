@@ -1,7 +1,9 @@
 """Running a program on a pseudo-terminal, as a person at a terminal would (``kubectl exec -it``).
 
 :func:`run_on_pty` starts the program with a pty as stdin, stdout and stderr,
-types each input once the output has been quiet for a moment, can resize the
+types each input once the output has been quiet for a moment (the first once the
+program has printed something, its prompt: typed earlier, a line would race the
+client's first terminal size, as a person's could not), can resize the
 terminal in between (``(rows, cols)`` items: ``TIOCSWINSZ`` then SIGWINCH, as
 a terminal emulator does), and returns the exit code and everything printed.
 The program runs in its own session and is killed if it outlives the deadline.
@@ -53,7 +55,7 @@ def run_on_pty(argv: Sequence[str], steps: Sequence[Step], *, env: Mapping[str, 
                 last = time.monotonic()
             elif proc.poll() is not None:
                 break
-            elif pending and time.monotonic() - last > quiet:
+            elif pending and output and time.monotonic() - last > quiet:
                 step = pending.pop(0)
                 if isinstance(step, tuple):
                     _set_size(master, *step)

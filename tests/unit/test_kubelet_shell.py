@@ -145,6 +145,39 @@ async def test_an_interactive_shell_on_a_tty_echoes_edits_and_resizes() -> None:
     assert out.decode() == ("/ # echo hx\x08 \x08i\r\nhi\r\n/ # stty size\r\n40 120\r\n/ # ^C\r\n/ # exit 6\r\n")
 
 
+async def test_a_resize_that_arrives_just_before_a_line_is_the_size_that_line_sees() -> None:
+    # As on an exec's connection: the resize stream's reader wakes on the client's resize frame, the
+    # shell's stdin on the next frame; the line must see the new size (the old shell, which copied sizes
+    # with a task of its own, printed the old one).
+    pipe = Pipe()
+    out = bytearray()
+
+    class Sink:
+        async def write(self, data: bytes) -> None:
+            out.extend(data)
+
+        async def close(self) -> None:
+            return
+
+    session = Session(pipe, Sink(), Sink(), True)
+    frame = asyncio.Event()
+
+    async def read_resizes() -> None:
+        await frame.wait()
+        session.resizes.put_nowait(TerminalSize(132, 40))
+
+    resizing = asyncio.create_task(read_resizes())
+    running = asyncio.create_task(run_session(_shell(), ["sh"], session))
+    await asyncio.sleep(0.01)
+    frame.set()
+    await pipe.feed(b"stty size\r")
+    await asyncio.sleep(0.01)
+    pipe.feed_eof()
+    await running
+    await resizing
+    assert "stty size\r\n40 132\r\n" in out.decode()
+
+
 async def test_a_script_on_stdin_without_a_tty() -> None:
     session, out, err = _session(b"echo one\nnope\necho two\n", tty=False)
     assert await run_session(_shell(), ["/bin/sh"], session) == 0
