@@ -21,10 +21,11 @@ up: $(STAMP)
 
 # The whole suite, slow tests included, on TEST_WORKERS pytest-xdist workers; a file's tests stay on one
 # worker (they share its fixtures' processes), and files start in the order tests/conftest.py gives them
-# (the longest first). Most tests wait on processes more than they compute, so four workers fit 2 cores.
+# (the longest first). Four workers keep 2 cores busy (the processes the tests start take most of the CPU;
+# more workers only queue). The 25 slowest tests are listed at the end, to see where the 15 minutes go.
 TEST_WORKERS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --slow $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --slow --durations=25 $(ARGS)
 
 # The fast loop: pure logic only, no etcd or server processes.
 test-fast: $(STAMP)
