@@ -394,6 +394,12 @@ def hand_over_promptly() -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
 
 
+#: How long the loop lets etcd's periodic progress notifications gather before it takes them (seconds).
+#: etcd sends one to every idle watch at each tick (``WATCH_PROGRESS_NOTIFY_INTERVAL``), in a burst; each
+#: handed over at once woke the loop once: an idle APIServer's 50 watch caches cost ~4% of a core.
+PROGRESS_COALESCING = 0.005
+
+
 class WatchStream:
     """One gRPC Watch stream carrying every watch of this process, as etcd's clientv3 multiplexes them.
 
@@ -412,7 +418,12 @@ class WatchStream:
     and fell tens of seconds behind (every watcher with them). etcd sends a response per revision
     to a watch that keeps up, so the thread, which waits on nothing but the socket and the GIL
     (taken within :data:`GIL_SWITCH_INTERVAL`), keeps up; the loop then applies all it brought per
-    turn. Concurrency: the thread only reads, converts and hands over (a lock guards the
+    turn. A progress notification (no events) wakes the loop only if none is waiting yet, and
+    then :data:`PROGRESS_COALESCING` later, so the burst etcd sends its idle watches at each tick
+    is taken in one turn (measured with 50 idle watches: ~150 loop wake-ups a second and
+    210-300 µs of CPU per notification before, ~9 and 130-200 µs after); anything else (events,
+    a creation, a cancel, an answer to a progress request) is taken at once, with whatever came
+    before it, in order. Concurrency: the thread only reads, converts and hands over (a lock guards the
     hand-over); every watch's state is touched on the loop only.
     """
 
@@ -427,6 +438,7 @@ class WatchStream:
         self._arrived: list[_Response | StorageError] = []
         self._handover = threading.Lock()
         self._scheduled = False
+        self._deferred = False
         self._reader = threading.Thread(target=self._read, name="etcd-watch-stream", daemon=True)
         self._reader.start()
 
@@ -474,22 +486,29 @@ class WatchStream:
         self._hand_over(error)
 
     def _hand_over(self, item: _Response | StorageError) -> None:
+        prompt = not (isinstance(item, _Response) and item.is_progress)
         with self._handover:
             self._arrived.append(item)
-            if self._scheduled:
+            if self._scheduled or (not prompt and self._deferred):
                 return
-            self._scheduled = True
+            if prompt:
+                self._scheduled = True
+            else:
+                self._deferred = True
         try:
-            self._loop.call_soon_threadsafe(self._take)
+            self._loop.call_soon_threadsafe(self._take if prompt else self._take_soon)
         except RuntimeError:
             pass  # the loop is closed: the process is ending
 
     # --- on the event loop ------------------------------------------------------------------------
 
+    def _take_soon(self) -> None:
+        self._loop.call_later(PROGRESS_COALESCING, self._take)
+
     def _take(self) -> None:
         with self._handover:
             arrived, self._arrived = self._arrived, []
-            self._scheduled = False
+            self._scheduled = self._deferred = False
         for item in arrived:
             if isinstance(item, StorageError):
                 self._end(item)
@@ -552,6 +571,12 @@ class _Response:
     compact_revision: int
     revision: int
     events: list[WatchEvent]
+
+    @property
+    def is_progress(self) -> bool:
+        """A periodic progress notification: no events, for one watch (not an answer to a progress request)."""
+        return not self.events and not self.created and not self.canceled and not self.compact_revision \
+            and self.watch_id != -1
 
     @classmethod
     def of(cls, resp: Any) -> _Response:
