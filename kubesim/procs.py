@@ -79,18 +79,23 @@ _HANDED_OUT: collections.deque[int] = collections.deque(maxlen=1024)
 PORT_RANGE_ENV = "KUBESIM_PORT_RANGE"
 
 
+def _default_port_range() -> tuple[int, int]:
+    """20000 up to the ephemeral range."""
+    return _FIRST_PORT, _ephemeral_low() - 1
+
+
 def port_range() -> tuple[int, int]:
-    """The ports ``free_port`` chooses from: ``KUBESIM_PORT_RANGE``, else 20000 up to the ephemeral range."""
+    """The ports ``free_port`` chooses from: ``KUBESIM_PORT_RANGE``, else the default range."""
     spec = os.environ.get(PORT_RANGE_ENV, "")
     low, sep, high = spec.partition("-")
     if sep and low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65535:
         return int(low), int(high)
-    return _FIRST_PORT, _ephemeral_low() - 1
+    return _default_port_range()
 
 
 def worker_port_range(index: int, count: int) -> tuple[int, int]:
     """Slice ``index`` of ``count`` equal slices of the default range (one per test worker)."""
-    low, high = _FIRST_PORT, _ephemeral_low() - 1
+    low, high = _default_port_range()
     size = (high - low + 1) // max(count, 1)
     return low + index * size, low + (index + 1) * size - 1
 
