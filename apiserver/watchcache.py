@@ -58,6 +58,15 @@ DEFAULT_WATCHER_QUEUE: Final = 10_000
 #: How often etcd is asked for a progress notification while a request waits for a revision.
 _PROGRESS_REQUEST_INTERVAL: Final = 0.1
 
+#: A cache's etcd watch moves to a call of its own (``EtcdStorage.watch(own_call=True)``, cheaper per
+#: event) when its resource is written at least this often (events a second, over ``TRAFFIC_WINDOW``),
+#: and back to the shared stream (cheaper per idle progress notification, of which etcd sends 4 a second)
+#: once it has been written less than ``QUIET_EVENTS_PER_SECOND`` for ``QUIET_SECONDS``.
+BUSY_EVENTS_PER_SECOND: Final = 10.0
+QUIET_EVENTS_PER_SECOND: Final = 2.0
+QUIET_SECONDS: Final = 30.0
+TRAFFIC_WINDOW: Final = 2.0
+
 
 @dataclass(slots=True)
 class CacheEvent:
@@ -255,6 +264,12 @@ class WatchCache:
         #: Set by :meth:`close`: the resource is no longer served (its CustomResourceDefinition went).
         self.closed = False
         self._closed = asyncio.Event()
+        #: Whether the etcd watch is on a call of its own (the resource is written often), and the
+        #: events counted since ``_counted_since`` to decide it (see :data:`BUSY_EVENTS_PER_SECOND`).
+        self.own_call = False
+        self._counted = 0
+        self._counted_since = time.monotonic()
+        self._quiet_for = 0.0
         self._closing: asyncio.Task[None] | None = None
 
     # --- keeping the cache current ---------------------------------------------------------
@@ -317,7 +332,7 @@ class WatchCache:
         await self._notify()
 
     async def _watch_from(self, start: int) -> None:
-        self._watch = self.storage.watch(self.prefix, start)
+        self._watch = self.storage.watch(self.prefix, start, own_call=self.own_call)
         try:
             async for batch in self._watch:
                 self._apply(batch)
@@ -362,8 +377,41 @@ class WatchCache:
         started = time.thread_time()
         try:
             self._apply_events(batch)
+            self._count(len(batch.events))
         finally:
             WATCH_FANOUT_CPU.labels(self.ri.group_resource).inc(time.thread_time() - started)
+
+    def _count(self, events: int) -> None:
+        """Count the events applied; move the watch between the shared stream and a call of its own
+        when the resource's write rate says so (see :data:`BUSY_EVENTS_PER_SECOND`).
+
+        Called for every batch, progress notifications included (etcd sends an idle watch 4 a
+        second), so the rate is judged at least that often. A move closes the watch; :meth:`run`
+        resumes from the revision after the last one applied, on the other transport: whatever the
+        old watch had not yet handed over is sent again by etcd, nothing is applied twice.
+        """
+        self._counted += events
+        now = time.monotonic()
+        elapsed = now - self._counted_since
+        if elapsed < TRAFFIC_WINDOW:
+            return
+        rate = self._counted / elapsed
+        self._counted, self._counted_since = 0, now
+        if not self.own_call:
+            if rate >= BUSY_EVENTS_PER_SECOND:
+                self._move_watch(True, rate)
+            return
+        self._quiet_for = self._quiet_for + elapsed if rate < QUIET_EVENTS_PER_SECOND else 0.0
+        if self._quiet_for >= QUIET_SECONDS:
+            self._move_watch(False, rate)
+
+    def _move_watch(self, own_call: bool, rate: float) -> None:
+        self.own_call = own_call
+        self._quiet_for = 0.0
+        log.info("%s: etcd watch moves %s (%.0f events/s)", self.ri.plural,
+                 "to a call of its own" if own_call else "back to the shared stream", rate)
+        if self._watch is not None:
+            self._watch.close()
 
     def _apply_events(self, batch: WatchBatch) -> None:
         for ev in batch.events:

@@ -17,7 +17,8 @@ instead of hanging, and the channel reconnects by itself when etcd returns.
 Concurrency: one instance per process, shared by all request handlers; the
 gRPC channel multiplexes concurrent calls, and one bidirectional Watch stream
 carries every watch (each iterated by its owner), read by a thread of its own
-(see :class:`WatchStream`).
+(see :class:`WatchStream`), except watches sent many events: each of those is
+a call of its own, read by a thread of its own (see :class:`WatchCalls`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from urllib.parse import urlsplit
 
 import aetcd
 import grpc
+import grpc.experimental
 from aetcd import rpc
 
 log = logging.getLogger("apiserver.storage")
@@ -180,12 +182,15 @@ class EtcdStorage:
         # aetcd builds its channel target as f"{host}:{port}", which also carries gRPC's
         # "ipv4:a:p1,b:p2" address-list form when split at the last colon.
         self._client = aetcd.Client(host=host, port=int(port), timeout=None, options=dict(_CHANNEL_OPTIONS))
-        # The watch stream is read by a thread, over gRPC's blocking API: a channel of its own.
-        self._watch_channel = grpc.insecure_channel(target, options=list(_CHANNEL_OPTIONS.items()))
+        # Watches are read by threads, over gRPC's blocking API: a channel of their own, whose
+        # server-streaming calls are read by the thread that consumes them (see WatchCalls).
+        self._watch_channel = grpc.insecure_channel(target, options=[
+            *_CHANNEL_OPTIONS.items(), (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)])
         self._kv: Any = None
         self._lease_stub: Any = None
         self._maintenance: Any = None
         self._watch_stream: WatchStream | None = None
+        self._watch_calls: WatchCalls | None = None
         #: etcd's version, once :meth:`check_features` has read it.
         self.version: tuple[int, int, int] | None = None
         #: Whether etcd answers a watch's progress request only after every event up to the revision
@@ -199,8 +204,9 @@ class EtcdStorage:
         self._maintenance = self._client.maintenancestub
 
     async def close(self) -> None:
-        if self._watch_stream is not None:
-            self._watch_stream.close()
+        for transport in (self._watch_stream, self._watch_calls):
+            if transport is not None:
+                transport.close()
         self._watch_channel.close()
         await self._client.close()
 
@@ -343,8 +349,18 @@ class EtcdStorage:
 
     # --- watch ---------------------------------------------------------------------------
 
-    def watch(self, prefix: str, start_revision: int) -> Watch:
-        """A watch on every key under ``prefix``, from ``start_revision`` (inclusive), on this process's stream."""
+    def watch(self, prefix: str, start_revision: int, *, own_call: bool = False) -> Watch:
+        """A watch on every key under ``prefix``, from ``start_revision`` (inclusive).
+
+        On this process's one multiplexed stream (:class:`WatchStream`), or with ``own_call``
+        on a call of its own (:class:`WatchCalls`): cheaper per event, dearer per idle
+        progress notification, so for watches that are sent events more often than etcd
+        sends idle ones progress notifications.
+        """
+        if own_call:
+            if self._watch_calls is None:
+                self._watch_calls = WatchCalls(self._watch_channel)
+            return Watch(self._watch_calls, prefix, start_revision)
         stream = self._watch_stream
         if stream is None or stream.broken:
             stream = self._watch_stream = WatchStream(self._watch_channel,
@@ -380,7 +396,7 @@ def reliable_progress_requests(version: tuple[int, int, int]) -> bool:
 #: How long the thread running Python may keep the GIL while another waits for it (Python's
 #: default: 5 ms). Every answer from etcd reaches the event loop through a thread that must take the
 #: GIL: gRPC's asyncio poller for each call; for the watch stream, gRPC's channel thread and then the
-#: reader, in turn, for each response. While the loop is busy each of them waited out the whole
+#: reader, in turn, for each response (for a watch on a call of its own, its reader alone). While the loop is busy each of them waited out the whole
 #: interval, so the watch stream took in one response per two intervals: under 1,300 Lease
 #: renewals a second the caches fell hundreds of milliseconds behind etcd, and a quarter to a half
 #: of the updates, read from them, were refused by etcd's revision check and done a second time
@@ -400,45 +416,176 @@ def hand_over_promptly() -> None:
 PROGRESS_COALESCING = 0.005
 
 
-class WatchStream:
+class _HandOver:
+    """What the threads reading etcd's watch responses bring to the event loop, taken in one go.
+
+    A reading thread converts each response and appends it, with the watch it is for (None when
+    the response names its watch by id), under a lock; the loop takes whatever has arrived in one
+    turn and dispatches it in order. A progress notification (no events) wakes the loop only if
+    none is waiting yet, and then :data:`PROGRESS_COALESCING` later, so the burst etcd sends its
+    idle watches at each tick is taken in one turn (measured with 50 idle watches: ~150 loop
+    wake-ups a second and 210-300 µs of CPU per notification before, ~9 and 130-200 µs after);
+    anything else (events, a creation, a cancel, an answer to a progress request, an error) is
+    taken at once, with whatever came before it.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._arrived: list[tuple[Watch | None, _Response | StorageError]] = []
+        self._handover = threading.Lock()
+        self._scheduled = False
+        self._deferred = False
+
+    def _hand_over(self, watch: Watch | None, item: _Response | StorageError) -> None:
+        prompt = not (isinstance(item, _Response) and item.is_progress)
+        with self._handover:
+            self._arrived.append((watch, item))
+            if self._scheduled or (not prompt and self._deferred):
+                return
+            if prompt:
+                self._scheduled = True
+            else:
+                self._deferred = True
+        try:
+            self._loop.call_soon_threadsafe(self._take if prompt else self._take_soon)
+        except RuntimeError:
+            pass  # the loop is closed: the process is ending
+
+    def _take_soon(self) -> None:
+        self._loop.call_later(PROGRESS_COALESCING, self._take)
+
+    def _take(self) -> None:
+        with self._handover:
+            arrived, self._arrived = self._arrived, []
+            self._scheduled = self._deferred = False
+        for watch, item in arrived:
+            self._dispatch(watch, item)
+
+    def _dispatch(self, watch: Watch | None, item: _Response | StorageError) -> None:
+        raise NotImplementedError
+
+
+def _broken(e: grpc.RpcError, what: str) -> Unavailable:
+    code = e.code() if callable(getattr(e, "code", None)) else None
+    name = code.name if code is not None else "UNKNOWN"
+    details = e.details() if callable(getattr(e, "details", None)) else str(e)
+    return Unavailable(f"{what} broke: {name} {details}")
+
+
+def _apply(watch: Watch, resp: _Response) -> bool:
+    """Give ``watch`` what ``resp`` (after its creation) says; False once the watch is over."""
+    if resp.compact_revision:
+        watch._end(Compacted(resp.compact_revision))
+        return False
+    if resp.canceled:
+        watch._end(Unavailable(f"etcd canceled the watch: {resp.cancel_reason}"))
+        return False
+    watch._put(WatchBatch(resp.events, resp.revision))
+    return True
+
+
+class WatchCalls(_HandOver):
+    """Each watch on a gRPC call of its own, read by a thread of its own: the transport for watches
+    sent many events (the watch caches of resources written often, see ``WatchCache``).
+
+    etcd's Watch RPC is bidirectional, but etcd keeps a watch going after the client has sent its
+    one create request and closed its side (etcd's gRPC gateway relies on that), so it is called as
+    a server-streaming call and read with gRPC's single-threaded streaming option: the reading
+    thread itself waits on the call's completion queue, where a bidirectional call is served by
+    gRPC's channel thread, which wakes the reader through a condition. One thread and one GIL
+    hand-over per response instead of two: measured on 1,500 writes a second under one watch,
+    120 µs of CPU per event against 185, and 15% less APIServer CPU per Event create. The prices:
+    each idle watch's progress notifications wake a thread of its own at each tick (every watch
+    cache of an idle APIServer on its own call: 7.5% of a core against 2.5%), and no progress
+    request can be sent on such a call (a watch sent events often needs none). Concurrency: each
+    thread only reads, converts and hands over; every watch's state is touched on the loop only.
+    """
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        super().__init__()
+        self._method = channel.unary_stream("/etcdserverpb.Watch/Watch",
+                                            request_serializer=rpc.WatchRequest.SerializeToString,
+                                            response_deserializer=rpc.WatchResponse.FromString)
+        self._calls: dict[Watch, Any] = {}
+        self.broken = False  # one broken call ends its own watch only
+
+    def create(self, watch: Watch, prefix: str, start_revision: int) -> None:
+        call = self._method(_create_request(prefix, start_revision))
+        self._calls[watch] = call
+        threading.Thread(target=self._read, args=(watch, call), name="etcd-watch", daemon=True).start()
+
+    def cancel(self, watch: Watch) -> None:
+        call = self._calls.pop(watch, None)
+        if call is not None:
+            call.cancel()
+
+    def request_progress(self) -> None:
+        """Not possible on a server-streaming call (the caches wait for etcd's periodic notifications)."""
+
+    def close(self) -> None:
+        for call in list(self._calls.values()):
+            call.cancel()
+
+    def _read(self, watch: Watch, call: Any) -> None:
+        error: StorageError = Unavailable("etcd watch ended")
+        try:
+            for resp in call:
+                self._hand_over(watch, _Response.of(resp))
+        except grpc.RpcError as e:
+            if call.cancelled():
+                return  # canceled by us
+            error = _broken(e, "etcd watch")
+        except Exception as e:  # the watch is over, whatever broke it: its owner must hear so
+            log.exception("etcd watch reader failed")
+            error = Unavailable(f"etcd watch reader failed: {e}")
+        self._hand_over(watch, error)
+
+    def _dispatch(self, watch: Watch | None, item: _Response | StorageError) -> None:
+        assert watch is not None
+        if isinstance(item, StorageError):
+            self._calls.pop(watch, None)
+            watch._end(item)
+            return
+        if item.created:
+            if item.canceled:
+                self.cancel(watch)
+                watch._end(Unavailable(f"etcd refused the watch: {item.cancel_reason}"))
+                return
+            watch.id = item.watch_id
+            if not item.events:
+                return
+        if not _apply(watch, item):
+            self.cancel(watch)
+
+
+class WatchStream(_HandOver):
     """One gRPC Watch stream carrying every watch of this process, as etcd's clientv3 multiplexes them.
 
-    Each watch on its own stream cost the APIServer ~125 µs of CPU per progress notification or
-    batch (gRPC's per-call machinery), one stream ~40 µs. etcd answers create requests in the order
-    they were sent, each with the id it gave the watch, and never sends a watch's events before
-    that answer; every later response names its watch by id, except the answer to a progress
-    request (id -1), which concerns them all and is passed on only when ``trusted()`` says etcd
-    orders it behind the watches' events. A broken stream ends every watch on it with
-    :class:`Unavailable`; the storage opens a new one for the next watch.
+    Each watch on its own bidirectional stream cost the APIServer ~125 µs of CPU per progress
+    notification or batch (gRPC's per-call machinery), one stream ~40 µs. etcd answers create
+    requests in the order they were sent, each with the id it gave the watch, and never sends a
+    watch's events before that answer; every later response names its watch by id, except the
+    answer to a progress request (id -1), which concerns them all and is passed on only when
+    ``trusted()`` says etcd orders it behind the watches' events. A broken stream ends every watch
+    on it with :class:`Unavailable`; the storage opens a new one for the next watch.
 
-    The stream is read by a thread of its own, over gRPC's blocking API, and the event loop takes
-    whatever has arrived in one go. Read on the event loop (gRPC's asyncio API), one response
-    cost at least one turn of the loop, and while the APIServer served a burst of writes a turn
-    lasted milliseconds: the caches took in 150 responses a second while etcd committed 1,800,
-    and fell tens of seconds behind (every watcher with them). etcd sends a response per revision
-    to a watch that keeps up, so the thread, which waits on nothing but the socket and the GIL
-    (taken within :data:`GIL_SWITCH_INTERVAL`), keeps up; the loop then applies all it brought per
-    turn. A progress notification (no events) wakes the loop only if none is waiting yet, and
-    then :data:`PROGRESS_COALESCING` later, so the burst etcd sends its idle watches at each tick
-    is taken in one turn (measured with 50 idle watches: ~150 loop wake-ups a second and
-    210-300 µs of CPU per notification before, ~9 and 130-200 µs after); anything else (events,
-    a creation, a cancel, an answer to a progress request) is taken at once, with whatever came
-    before it, in order. Concurrency: the thread only reads, converts and hands over (a lock guards the
-    hand-over); every watch's state is touched on the loop only.
+    The stream is read by a thread of its own, over gRPC's blocking API. Read on the event loop
+    (gRPC's asyncio API), one response cost at least one turn of the loop, and while the
+    APIServer served a burst of writes a turn lasted milliseconds: the caches took in 150
+    responses a second while etcd committed 1,800, and fell tens of seconds behind (every watcher
+    with them). etcd sends a response per revision to a watch that keeps up, so the thread, which
+    waits on nothing but the socket and the GIL (taken within :data:`GIL_SWITCH_INTERVAL`), keeps
+    up; the loop then applies all it brought per turn (see :class:`_HandOver`).
     """
 
     def __init__(self, channel: grpc.Channel, *, trusted: Any) -> None:
+        super().__init__()
         self._trusted = trusted
-        self._loop = asyncio.get_running_loop()
         self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._call = rpc.WatchStub(channel).Watch(self._request_iter())
         self._pending: deque[Watch] = deque()
         self._watches: dict[int, Watch] = {}
         self.broken = False
-        self._arrived: list[_Response | StorageError] = []
-        self._handover = threading.Lock()
-        self._scheduled = False
-        self._deferred = False
         self._reader = threading.Thread(target=self._read, name="etcd-watch-stream", daemon=True)
         self._reader.start()
 
@@ -450,10 +597,8 @@ class WatchStream:
             yield req
 
     def create(self, watch: Watch, prefix: str, start_revision: int) -> None:
-        p = prefix.encode()
         self._pending.append(watch)
-        self._requests.put(rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
-            key=p, range_end=prefix_end(p), start_revision=start_revision, prev_kv=True, progress_notify=True)))
+        self._requests.put(_create_request(prefix, start_revision))
 
     def cancel(self, watch: Watch) -> None:
         """Stop ``watch`` (one still being created is canceled when etcd answers its creation)."""
@@ -467,62 +612,24 @@ class WatchStream:
     def close(self) -> None:
         self._call.cancel()
 
-    # --- the reading thread ----------------------------------------------------------------------
-
     def _read(self) -> None:
         error: StorageError = Unavailable("etcd watch stream ended")
         try:
             for resp in self._call:
-                self._hand_over(_Response.of(resp))
+                self._hand_over(None, _Response.of(resp))
         except grpc.RpcError as e:
-            code = e.code() if callable(getattr(e, "code", None)) else None
-            name = code.name if code is not None else "UNKNOWN"
-            details = e.details() if callable(getattr(e, "details", None)) else str(e)
-            error = Unavailable(f"etcd watch stream broke: {name} {details}")
+            error = _broken(e, "etcd watch stream")
         except Exception as e:  # the stream is over, whatever broke it: its watches must hear so
             log.exception("etcd watch stream reader failed")
             error = Unavailable(f"etcd watch stream reader failed: {e}")
         self._requests.put(None)
-        self._hand_over(error)
+        self._hand_over(None, error)
 
-    def _hand_over(self, item: _Response | StorageError) -> None:
-        prompt = not (isinstance(item, _Response) and item.is_progress)
-        with self._handover:
-            self._arrived.append(item)
-            if self._scheduled or (not prompt and self._deferred):
-                return
-            if prompt:
-                self._scheduled = True
-            else:
-                self._deferred = True
-        try:
-            self._loop.call_soon_threadsafe(self._take if prompt else self._take_soon)
-        except RuntimeError:
-            pass  # the loop is closed: the process is ending
-
-    # --- on the event loop ------------------------------------------------------------------------
-
-    def _take_soon(self) -> None:
-        self._loop.call_later(PROGRESS_COALESCING, self._take)
-
-    def _take(self) -> None:
-        with self._handover:
-            arrived, self._arrived = self._arrived, []
-            self._scheduled = self._deferred = False
-        for item in arrived:
-            if isinstance(item, StorageError):
-                self._end(item)
-            else:
-                self._dispatch(item)
-
-    def _end(self, error: StorageError) -> None:
-        self.broken = True
-        for watch in [*self._pending, *self._watches.values()]:
-            watch._end(error)
-        self._pending.clear()
-        self._watches.clear()
-
-    def _dispatch(self, resp: _Response) -> None:
+    def _dispatch(self, _watch: Watch | None, item: _Response | StorageError) -> None:
+        if isinstance(item, StorageError):
+            self._end(item)
+            return
+        resp = item
         watch_id = resp.watch_id
         if resp.created:
             if not self._pending:
@@ -549,15 +656,21 @@ class WatchStream:
         watch = self._watches.get(watch_id)
         if watch is None:
             return  # canceled by us; etcd had sent this before it saw the cancel
-        if resp.compact_revision:
+        if not _apply(watch, resp):
             del self._watches[watch_id]
-            watch._end(Compacted(resp.compact_revision))
-            return
-        if resp.canceled:
-            del self._watches[watch_id]
-            watch._end(Unavailable(f"etcd canceled the watch: {resp.cancel_reason}"))
-            return
-        watch._put(WatchBatch(resp.events, resp.revision))
+
+    def _end(self, error: StorageError) -> None:
+        self.broken = True
+        for watch in [*self._pending, *self._watches.values()]:
+            watch._end(error)
+        self._pending.clear()
+        self._watches.clear()
+
+
+def _create_request(prefix: str, start_revision: int) -> Any:
+    p = prefix.encode()
+    return rpc.WatchRequest(create_request=rpc.WatchCreateRequest(
+        key=p, range_end=prefix_end(p), start_revision=start_revision, prev_kv=True, progress_notify=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,17 +700,18 @@ class _Response:
 
 
 class Watch:
-    """One etcd watch on a :class:`WatchStream`, iterated with ``async for batch in watch``.
+    """One etcd watch (on a :class:`WatchCalls` or a :class:`WatchStream`), iterated with ``async for batch in watch``.
 
     Raises :class:`Compacted` when the start revision is gone, and
     :class:`Unavailable` when the stream breaks. An empty batch is a progress
     notification: every event up to its revision has been delivered. etcd sends
     one periodically (``--experimental-watch-progress-notify-interval``) when the
-    watch is idle, and ``request_progress()`` asks for one now (passed on only
-    from an etcd that orders it behind events). ``close()`` ends the iteration.
+    watch is idle, and ``request_progress()`` asks for one now (on a
+    :class:`WatchStream`, and passed on only from an etcd that orders it behind
+    events). ``close()`` ends the iteration.
     """
 
-    def __init__(self, stream: WatchStream, prefix: str, start_revision: int) -> None:
+    def __init__(self, stream: WatchCalls | WatchStream, prefix: str, start_revision: int) -> None:
         self._stream = stream
         self.id: int | None = None
         self.closed = False
