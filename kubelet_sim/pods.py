@@ -22,10 +22,9 @@ status and phase, ``status/`` for the status manager):
 - **status writes**: a strategic merge patch of ``pods/status`` (with the uid
   as precondition) per transition, built when it is sent: a Pod that changed
   several times before its write gets one write with its latest state, and one
-  that did not change gets none. While the nodes' Lease renewals are behind
-  (``heartbeats_on_time``) only :data:`STATUS_WRITES_WHILE_HEARTBEATS_LATE`
-  are in flight, as API Priority and Fairness gives node heartbeats the larger
-  share of a saturated APIServer without starving the kubelets' other writes;
+  that did not change gets none. They wait while the nodes' Lease renewals are
+  behind (``heartbeats_on_time``), as API Priority and Fairness would serve
+  node heartbeats first;
 - **restart**: Pods already started by an earlier run are adopted from their
   status (container ids, restart counts, start times) without restarting
   anything.
@@ -102,12 +101,6 @@ _UNKNOWN_MESSAGE: Final = "The container could not be located when the pod was t
 _ADOPTED_LINE: Final = "kubesim: kubelet_sim restarted; the lines this container printed before are lost"
 #: containerd's exit code for a container whose process could not be started.
 START_ERROR_EXIT_CODE: Final = 128
-
-#: Pod status writes in flight while the nodes' Lease renewals are behind (the 64 workers otherwise).
-#: None at all held every Pod back for as long as a saturated APIServer kept the renewals late: in a
-#: density run no Pod became Running for 50 s while creates and bindings went on; the renewals (up to
-#: 256 in flight) keep most of the APIServer.
-STATUS_WRITES_WHILE_HEARTBEATS_LATE: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +412,6 @@ class PodManager:
         self._rand = rand or random.Random()
         self._status_workers = status_workers
         self._heartbeats_on_time = heartbeats_on_time
-        self._while_heartbeats_late = asyncio.Semaphore(STATUS_WRITES_WHILE_HEARTBEATS_LATE)
         self._pods: dict[ObjectKey, SimPod] = {}
         self._warnings = ThrottledWarnings(log, clock=self._clock)
         self.statuses: WorkQueue[ObjectKey] = WorkQueue(
@@ -966,12 +958,7 @@ class PodManager:
 
     async def _write(self, key: ObjectKey) -> None:
         if self._heartbeats_on_time is not None and not self._heartbeats_on_time.is_set():
-            async with self._while_heartbeats_late:
-                await self._write_now(key)
-            return
-        await self._write_now(key)
-
-    async def _write_now(self, key: ObjectKey) -> None:
+            await self._heartbeats_on_time.wait()
         pod = self._pods.get(key)
         if pod is None:
             self.statuses.forget(key)

@@ -14,7 +14,6 @@ import pytest
 
 from kubelet_sim.node import AddressPool, SimNode
 from kubelet_sim.pods import (
-    STATUS_WRITES_WHILE_HEARTBEATS_LATE,
     PodManager,
     Rejection,
     SimPod,
@@ -641,61 +640,3 @@ async def test_metrics_rates_stay_right_when_the_wall_clock_steps(kubelet: Harne
     assert abs(between.window - 2.0) < 0.01
     since_start = rate(first[key]["c"], None)
     assert since_start is not None and abs(since_start.nano_cores - 400_000_000) < 4_000_000
-
-
-class BlockingApi(FakeApi):
-    """Holds every status patch until released; counts how many are in flight at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.in_flight = 0
-        self.most = 0
-        self.release = asyncio.Event()
-
-    async def patch(self, resource: Any, name: str, patch: dict[str, Any], **options: Any) -> PodView:
-        self.in_flight += 1
-        self.most = max(self.most, self.in_flight)
-        try:
-            await self.release.wait()
-            return await super().patch(resource, name, patch, **options)
-        finally:
-            self.in_flight -= 1
-
-
-async def test_while_heartbeats_are_late_a_few_status_writes_go_on() -> None:
-    """Lease renewals behind: Pods still start, with few writes in flight (not none, not all 64)."""
-    sim = node()
-    api = BlockingApi()
-    store: Store[PodView] = Store({NODE_NAME_INDEX: index_pod_by_node_name})
-    on_time = asyncio.Event()  # clear: the renewals are behind
-    client: Any = api
-    pods = PodManager(client, store, {sim.name: sim}, timings=Timings(), clock=FakeClock(),
-                      heartbeats_on_time=on_time)
-    workers = asyncio.create_task(pods.run())
-    try:
-        for i in range(40):
-            v = view(f"p{i}", uid=f"u{i}")
-            store.upsert(object_key(NAMESPACE, f"p{i}"), v)
-            pods.on_pod(v)
-        for _ in range(50):
-            await asyncio.sleep(0)
-        assert api.in_flight == STATUS_WRITES_WHILE_HEARTBEATS_LATE
-        api.release.set()
-        async with asyncio.timeout(5):
-            while api.patches.qsize() < 40:
-                await asyncio.sleep(0.01)
-        assert api.most == STATUS_WRITES_WHILE_HEARTBEATS_LATE
-        # On time again: every worker writes.
-        on_time.set()
-        api.release.clear()
-        for i in range(40, 140):
-            v = view(f"p{i}", uid=f"u{i}")
-            store.upsert(object_key(NAMESPACE, f"p{i}"), v)
-            pods.on_pod(v)
-        for _ in range(50):
-            await asyncio.sleep(0)
-        assert api.in_flight == 64
-        api.release.set()
-    finally:
-        workers.cancel()
-        await asyncio.gather(workers, return_exceptions=True)
