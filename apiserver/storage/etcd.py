@@ -396,8 +396,9 @@ def reliable_progress_requests(version: tuple[int, int, int]) -> bool:
 #: How long the thread running Python may keep the GIL while another waits for it (Python's
 #: default: 5 ms). Every answer from etcd reaches the event loop through a thread that must take the
 #: GIL: gRPC's asyncio poller for each call; for the watch stream, gRPC's channel thread and then the
-#: reader, in turn, for each response (for a watch on a call of its own, its reader alone). While the loop is busy each of them waited out the whole
-#: interval, so the watch stream took in one response per two intervals: under 1,300 Lease
+#: reader, in turn, for each response (for a watch on a call of its own, its reader alone). While the
+#: loop is busy each of them waited out the whole interval, so the watch stream took in one response
+#: per two intervals: under 1,300 Lease
 #: renewals a second the caches fell hundreds of milliseconds behind etcd, and a quarter to a half
 #: of the updates, read from them, were refused by etcd's revision check and done a second time
 #: (4,195-9,169 of 18,000; at 1 ms still 3,162-6,178; none at 0.5 ms or 0.2 ms). The price is a
@@ -507,7 +508,6 @@ class WatchCalls(_HandOver):
                                             request_serializer=rpc.WatchRequest.SerializeToString,
                                             response_deserializer=rpc.WatchResponse.FromString)
         self._calls: dict[Watch, Any] = {}
-        self.broken = False  # one broken call ends its own watch only
 
     def create(self, watch: Watch, prefix: str, start_revision: int) -> None:
         call = self._method(_create_request(prefix, start_revision))
@@ -551,7 +551,6 @@ class WatchCalls(_HandOver):
                 self.cancel(watch)
                 watch._end(Unavailable(f"etcd refused the watch: {item.cancel_reason}"))
                 return
-            watch.id = item.watch_id
             if not item.events:
                 return
         if not _apply(watch, item):

@@ -23,6 +23,7 @@ from apiserver.storage.etcd import (
     EtcdStorage,
     Unavailable,
     Watch,
+    WatchBatch,
     WatchCalls,
     WatchStream,
     _HandOver,
@@ -50,6 +51,15 @@ def watch_on(storage: EtcdStorage, transport: str, prefix: str, start_revision: 
     watch = storage.watch(prefix, start_revision, own_call=transport == "calls")
     assert isinstance(watch._stream, WatchCalls if transport == "calls" else WatchStream)
     return watch
+
+
+async def next_events(watch: Watch) -> WatchBatch:
+    """The watch's next batch of events, past any progress notification, within 5 s."""
+    async with asyncio.timeout(5):
+        async for batch in watch:
+            if batch.events:
+                return batch
+    raise AssertionError("the watch ended without events")
 
 
 def _watch_threads() -> list[threading.Thread]:
@@ -199,11 +209,7 @@ def test_a_watch_on_a_call_of_its_own_ends_with_its_thread_and_alone(etcd_url: s
                 while len(_watch_threads()) > before + 1:
                     await asyncio.sleep(0.05)
             await storage.create("/own-call-0/a", b"x")
-            async with asyncio.timeout(5):
-                async for batch in watches[0]:
-                    if batch.events:  # not a progress notification
-                        break
-            assert [ev.kv.key for ev in batch.events] == ["/own-call-0/a"]
+            assert [ev.kv.key for ev in (await next_events(watches[0])).events] == ["/own-call-0/a"]
             watches[0].close()
         finally:
             await storage.close()
@@ -214,8 +220,8 @@ def test_a_watch_on_a_call_of_its_own_ends_when_etcd_goes_and_the_next_one_works
     async def scenario() -> None:
         with tempfile.TemporaryDirectory(prefix="kubesim-watchcall-") as tmp:
             etcd = harness.start_etcd(Path(tmp))
+            storage = EtcdStorage([etcd.url], timeout=2.0)
             try:
-                storage = EtcdStorage([etcd.url], timeout=2.0)
                 await storage.connect()
                 watch = storage.watch("/gone/", await storage.status_revision() + 1, own_call=True)
                 await asyncio.sleep(0.3)
@@ -228,14 +234,10 @@ def test_a_watch_on_a_call_of_its_own_ends_when_etcd_goes_and_the_next_one_works
                 etcd.process.wait_ready(30)
                 again = storage.watch("/gone/", await storage.status_revision() + 1, own_call=True)
                 await storage.create("/gone/a", b"x")
-                async with asyncio.timeout(5):
-                    async for batch in again:
-                        if batch.events:
-                            break
-                assert [ev.kv.key for ev in batch.events] == ["/gone/a"]
+                assert [ev.kv.key for ev in (await next_events(again)).events] == ["/gone/a"]
                 again.close()
-                await storage.close()
             finally:
+                await storage.close()
                 etcd.process.stop()
     asyncio.run(scenario())
 
